@@ -1,0 +1,30 @@
+// The server's monitoring endpoint (http://host:8222): /healthz and /varz.
+// A small synchronous HTTP/1.1 GET client on Boost.Beast with a deadline on every request.
+//
+// Thread-safety: free functions; each call uses its own socket.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "model/result.h"
+#include "observers/observed.h"
+
+namespace mesh::observers {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// GET `url` (http://host:port/path). Errors name the address, never a credential.
+Result<HttpResponse> HttpGet(const std::string& url, std::chrono::milliseconds timeout);
+
+// Reads /healthz and /varz from `monitor_url` (e.g. http://127.0.0.1:8222). An unreachable
+// endpoint is data (reachable=false), not an error.
+ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::milliseconds timeout);
+
+// "2026-11-29T10:55:30.123456789Z" -> Unix ns; 0 when it cannot be parsed.
+int64_t ParseRfc3339Nanos(const std::string& text);
+
+}  // namespace mesh::observers

@@ -1,0 +1,146 @@
+// validate, desired, render-users: the commands that need only the records.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "model/desired.h"
+#include "model/desired_json.h"
+#include "model/users_file.h"
+#include "reconciler/apply.h"
+#include "reconciler/commands.h"
+#include "reconciler/records_source.h"
+
+namespace mesh::reconciler {
+namespace {
+
+const char* GetEnvVar(const char* name) { return std::getenv(name); }
+
+// The records path: the first positional argument, else --records.
+std::string RecordsPath(const Settings& settings) {
+  return settings.positional.empty() ? settings.records_path : settings.positional.front();
+}
+
+// Loads and validates; prints every error. Returns nullopt-like false on failure.
+bool LoadValid(const Settings& settings, model::Records& records, const char* command) {
+  auto loaded = LoadRecords(RecordsPath(settings), settings.bus.user);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "mesh-reconciler %s: %s\n", command, loaded.status().message().c_str());
+    return false;
+  }
+  if (!loaded->ok()) {
+    for (const auto& error : loaded->errors) std::fprintf(stderr, "%s\n", error.ToString().c_str());
+    std::fprintf(stderr, "%zu error(s) in %s\n", loaded->errors.size(),
+                 RecordsPath(settings).c_str());
+    return false;
+  }
+  records = std::move(loaded->records);
+  return true;
+}
+
+// The reconciler's own user is always rendered: render-users refuses to run without its
+// password, and validate/desired never print or hash credentials.
+model::ReconcilerIdentity Identity(const Settings& settings) {
+  model::ReconcilerIdentity identity;
+  identity.user = UserName(settings.bus.user);
+  identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
+  return identity;
+}
+
+}  // namespace
+
+const char* const kValidateHelp = R"(Usage: mesh-reconciler validate RECORDS [--user NAME]
+
+Checks a records file against every rule of the mesh conventions and prints a one-line
+summary (principals, seats, streams, consumers, users). On failure prints every error, each
+with its JSON path, and exits 1.
+  --user NAME   the reconciler's own user name, reserved in the records (default mesh-reconciler)
+)";
+
+const char* const kDesiredHelp = R"(Usage: mesh-reconciler desired RECORDS [--user NAME]
+
+Prints the desired JetStream streams, consumers and users (with their permissions) derived from
+the records, as JSON. No password or hash is printed.
+)";
+
+const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users RECORDS [--out FILE]
+                                    [--user NAME] [--password-file FILE] [--bcrypt-cost N]
+
+Renders the nats-server users file: the same records always give the same bytes; plain
+passwords are written as bcrypt hashes. With --out the file is written atomically, mode 0600;
+otherwise it goes to standard output. The reconciler's own user (--user, default
+mesh-reconciler) is included; its password comes from MESH_RECONCILER_PASSWORD or
+--password-file.
+)";
+
+int RunValidate(Settings& settings) {
+  model::Records records;
+  if (!LoadValid(settings, records, "validate")) return kExitError;
+  model::DesiredState desired = model::Derive(records, Identity(settings));
+  size_t seats = records.roles.size();
+  for (const auto& module : records.modules) seats += module.seats.size();
+  // Principals of the records, plus the reconciler's own user, which is always rendered.
+  size_t principals = 1 + records.nodes.size() + records.modules.size();
+  size_t users = desired.principals.size() - desired.without_credential.size();
+  std::printf("ok: mesh %s: %zu principals, %zu seats, %zu streams, %zu consumers, %zu users",
+              records.mesh.c_str(), principals, seats, desired.streams.size(),
+              desired.consumers.size(), users);
+  if (!desired.without_credential.empty()) {
+    std::printf(" (%zu without credential, left out:", desired.without_credential.size());
+    for (const auto& user : desired.without_credential) std::printf(" %s", user.str().c_str());
+    std::printf(")");
+  }
+  std::printf("\n");
+  return kExitOk;
+}
+
+int RunDesired(Settings& settings) {
+  model::Records records;
+  if (!LoadValid(settings, records, "desired")) return kExitError;
+  std::string json = model::DesiredToJson(model::Derive(records, Identity(settings)));
+  std::fwrite(json.data(), 1, json.size(), stdout);
+  if (json.empty() || json.back() != '\n') std::fputc('\n', stdout);
+  return kExitOk;
+}
+
+int RunRenderUsers(Settings& settings) {
+  if (Status secrets = LoadSecrets(settings, GetEnvVar); !secrets.ok()) {
+    std::fprintf(stderr, "mesh-reconciler render-users: %s\n", secrets.message().c_str());
+    return kExitError;
+  }
+  if (settings.bus.password.empty()) {
+    std::fprintf(stderr,
+                 "mesh-reconciler render-users: the reconciler's password is needed "
+                 "(MESH_RECONCILER_PASSWORD or --password-file)\n");
+    return kExitError;
+  }
+  model::Records records;
+  if (!LoadValid(settings, records, "render-users")) return kExitError;
+  model::DesiredState desired = model::Derive(records, Identity(settings));
+  model::BcryptHasher hasher(settings.bus.password, settings.bcrypt_cost);
+  auto hashes = hasher.HashAll(desired);
+  if (!hashes.ok()) {
+    std::fprintf(stderr, "mesh-reconciler render-users: %s\n", hashes.status().message().c_str());
+    return kExitError;
+  }
+  auto rendered = model::RenderUsersFile(desired, *hashes);
+  if (!rendered.ok()) {
+    std::fprintf(stderr, "mesh-reconciler render-users: %s\n",
+                 rendered.status().message().c_str());
+    return kExitError;
+  }
+  for (const auto& user : rendered->without_credential) {
+    std::fprintf(stderr, "note: %s has no credential and is left out of the users file\n",
+                 user.str().c_str());
+  }
+  if (settings.out.empty()) {
+    std::fwrite(rendered->bytes.data(), 1, rendered->bytes.size(), stdout);
+    return kExitOk;
+  }
+  if (Status written = WriteFileAtomically(settings.out, rendered->bytes); !written.ok()) {
+    std::fprintf(stderr, "mesh-reconciler render-users: %s\n", written.message().c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace mesh::reconciler

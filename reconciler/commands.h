@@ -1,0 +1,46 @@
+// The subcommands of the mesh-reconciler binary. Each takes parsed settings and returns the
+// process exit code; each prints its own --help. main.cc only dispatches.
+//
+// Exit codes: 0 success / converged, 1 error, 2 drift found (plan), 64 usage error.
+#pragma once
+
+#include "reconciler/settings.h"
+
+namespace mesh::reconciler {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitDrift = 2;
+inline constexpr int kExitUsage = 64;
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for the top-level usage
+  const char* help;     // the full --help text
+  int (*run)(Settings& settings);
+};
+
+// cmd_model.cc: validate, desired, render-users.
+int RunValidate(Settings& settings);
+int RunDesired(Settings& settings);
+int RunRenderUsers(Settings& settings);
+extern const char* const kValidateHelp;
+extern const char* const kDesiredHelp;
+extern const char* const kRenderUsersHelp;
+
+// cmd_pass.cc: plan, reconcile (--once here; --remote delegates to RunRemoteReconcile).
+int RunPlan(Settings& settings);
+int RunReconcile(Settings& settings);
+extern const char* const kPlanHelp;
+extern const char* const kReconcileHelp;
+
+// cmd_daemon.cc: run, and the on-call commands that talk to a running daemon.
+int RunDaemon(Settings& settings);
+int RunRemoteReconcile(Settings& settings);
+int RunHold(Settings& settings);
+int RunRelease(Settings& settings);
+extern const char* const kRunHelp;
+extern const char* const kHoldHelp;
+extern const char* const kReleaseHelp;
+
+}  // namespace mesh::reconciler

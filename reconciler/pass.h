@@ -1,0 +1,86 @@
+// One reconcile pass, level-triggered and idempotent: re-read the records, re-observe
+// everything (JetStream, users file, monitoring endpoint), plan, and (unless observing only)
+// apply, then re-observe to report what remains. Retries, backoff and scheduling are the
+// runner's (reconciler/loop.h), never the pass's.
+//
+// Ownership: Reconciler owns its bus connection (connected lazily, kept across passes) and the
+// bcrypt cache. Thread-safety: RunPass is called from one thread (the reconcile thread); the
+// EventSink given at construction is invoked on cnats' threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/desired.h"
+#include "model/names.h"
+#include "model/records.h"
+#include "model/result.h"
+#include "observers/bus.h"
+#include "reconciler/apply.h"
+#include "reconciler/plan.h"
+#include "reconciler/settings.h"
+
+namespace mesh::reconciler {
+
+enum class Trigger {
+  kStart,
+  kPeriodic,
+  kAdvisory,
+  kReconnect,
+  kRecordsChanged,
+  kUsersFileChanged,
+  kForced,
+  kRetry,
+  kOnce,  // the CLI's plan / reconcile --once
+};
+const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
+
+struct PassReport {
+  uint64_t pass_id = 0;
+  Trigger trigger = Trigger::kOnce;
+  ApplyMode mode = ApplyMode::kApply;
+  bool held = false;  // observe-only because on-call holds the reconciler
+  // Ok, or why the pass could not plan at all (records never valid, bus unreachable, server
+  // not ready). Failed actions do not make this non-ok; see `outcomes`.
+  Status status;
+  bool records_valid = false;
+  std::vector<std::string> records_errors;   // of the current file, when invalid
+  std::vector<UserName> without_credential;  // principals left out of the users file
+  PlanResult plan;                           // drift and actions found at the start
+  std::vector<ActionOutcome> outcomes;       // what apply did (empty when observing only)
+  std::vector<DriftEntry> remaining;         // drift after apply (re-observed)
+  std::vector<std::string> remaining_problems;
+  double duration_seconds = 0;
+  int64_t api_requests = 0;
+  // Ok pass, nothing remaining, no failed action.
+  bool converged() const;
+  bool any_action_failed() const;
+};
+
+class Reconciler {
+ public:
+  Reconciler(Settings settings, observers::EventSink events = nullptr);
+  ~Reconciler();
+
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode);
+
+  bool bus_connected() const;
+  // The expiry (Unix seconds) of the bus's TLS certificate, when known.
+  std::optional<int64_t> bus_certificate_expiry() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Readable table of drift and actions (what on-call reads) and its JSON form (/drift,
+// plan --json, POST /reconcile). ReportFromJson reads back what ReportToJson wrote (the remote
+// CLI prints a daemon's answer with FormatReportTable). No secrets in either.
+std::string FormatReportTable(const PassReport& report);
+std::string ReportToJson(const PassReport& report);
+Result<PassReport> ReportFromJson(const std::string& json);
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,103 @@
+// Diff and plan: the pure heart of a pass (after leveldb's VersionEdit). From the desired state,
+// the users file as it should be rendered, and the observed state, compute the drift report and
+// the ordered actions. No I/O, no clock: the same inputs always give the same plan, and the plan
+// is empty when the bus has converged.
+//
+// Thread-safety: free functions over values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/desired.h"
+#include "model/names.h"
+#include "model/users_file.h"
+#include "observers/observed.h"
+
+namespace mesh::reconciler {
+
+enum class ObjectKind { kUsersFile, kStream, kConsumer };
+enum class DriftState { kMissing, kDiffers, kUnexpected };
+// What the reconciler will (or may) do about one drift entry.
+enum class Remedy {
+  kCreate,         // missing: create it
+  kUpdateInPlace,  // differs in fields the server lets us update
+  kRewrite,        // users file: write the rendering and reload the server
+  kReload,         // users file: on disk as rendered, but the server has not loaded it
+  kReportOnly,     // differs in a field the server will not update in place (never recreated)
+  kUnsatisfiable,  // the records ask for more than this bus can give (replicas > cluster)
+  kPrune,          // unexpected, and pruning was asked for: delete it
+  kLeave,          // unexpected, pruning not asked for: report only
+};
+
+const char* ToString(ObjectKind v);  // "users_file", "stream", "consumer" (metric label values)
+const char* ToString(DriftState v);  // "missing", "differs", "unexpected"
+const char* ToString(Remedy v);
+
+struct FieldDiff {
+  std::string field;  // "subjects", "max_age", "retention", "principal mesh-controller", ...
+  std::string wanted;
+  std::string found;
+  bool operator==(const FieldDiff&) const = default;
+};
+
+struct DriftEntry {
+  ObjectKind kind = ObjectKind::kStream;
+  std::string name;  // stream name, "<stream>/<durable>", or the users file path
+  DriftState state = DriftState::kMissing;
+  std::vector<FieldDiff> fields;  // for kDiffers
+  Remedy remedy = Remedy::kCreate;
+  bool repairable_in_place() const {
+    return remedy == Remedy::kCreate || remedy == Remedy::kUpdateInPlace ||
+           remedy == Remedy::kRewrite || remedy == Remedy::kReload || remedy == Remedy::kPrune;
+  }
+  std::string note;  // human explanation, e.g. "retention cannot change in place (10052)"
+  bool operator==(const DriftEntry&) const = default;
+};
+
+enum class ActionKind {
+  kWriteUsersFile,  // write atomically, then reload the server and confirm
+  kReloadServer,    // only reload and confirm
+  kCreateStream,
+  kUpdateStream,
+  kDeleteStream,
+  kCreateConsumer,
+  kUpdateConsumer,
+  kDeleteConsumer,
+};
+const char* ToString(ActionKind v);  // "write_users_file", "create_stream", ...
+// Metric labels for mesh_repairs_total{kind,action}: kind as ObjectKind, action "create" |
+// "update" | "delete" | "write" | "reload".
+ObjectKind KindOf(ActionKind v);
+const char* VerbOf(ActionKind v);
+
+struct Action {
+  ActionKind kind = ActionKind::kCreateStream;
+  std::string name;  // as in DriftEntry
+  std::optional<model::StreamSpec> stream;      // create/update stream
+  std::optional<model::ConsumerSpec> consumer;  // create/update consumer
+  StreamName target_stream;                     // delete stream / consumer
+  ConsumerName target_consumer;                 // delete consumer
+  std::string users_file_bytes;                 // kWriteUsersFile (no plain password in it)
+  bool operator==(const Action&) const = default;
+};
+
+struct PlanOptions {
+  Prune prune = Prune::kNo;
+  std::string users_file_path;  // names the users-file drift entry; empty: users file unmanaged
+};
+
+struct PlanResult {
+  std::vector<DriftEntry> drift;  // users file first, then streams, then consumers; by name
+  std::vector<Action> actions;    // users file first, then streams, then consumers
+  // Records-level problems found only against the live bus (e.g. replicas > cluster size).
+  std::vector<std::string> problems;
+  bool converged() const { return drift.empty() && actions.empty() && problems.empty(); }
+};
+
+// `rendered` is the users file as it should be; ignored when options.users_file_path is empty.
+PlanResult Plan(const model::DesiredState& desired, const model::RenderedUsersFile& rendered,
+                const observers::ObservedState& observed, const PlanOptions& options);
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,20 @@
+// Reading the records file from disk: the only I/O in front of model::ParseRecords.
+// The file is read whole, with a size check first (a file larger than kMaxRecordsBytes is
+// refused without reading it), so the parser never sees half a file.
+//
+// Thread-safety: free function.
+#pragma once
+
+#include <string>
+
+#include "model/records.h"
+#include "model/result.h"
+
+namespace mesh::reconciler {
+
+// An I/O error (absent, unreadable, too large) is a Status; validation errors are in the
+// outcome. The reconciler's own user name is reserved in the records.
+Result<model::ParseOutcome> LoadRecords(const std::string& path,
+                                        const std::string& reconciler_user);
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,286 @@
+#include "reconciler/settings.h"
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace mesh::reconciler {
+namespace {
+
+enum class FlagKind { kString, kSwitch };
+
+struct FlagSpec {
+  FlagKind kind;
+  // Stores the value; returns an error message or empty.
+  std::function<std::string(Settings&, const std::string&)> set;
+};
+
+std::vector<std::string> SplitCommaList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string SetString(std::string& target, const std::string& value) {
+  target = value;
+  return {};
+}
+
+const std::map<std::string, FlagSpec>& Flags() {
+  static const std::map<std::string, FlagSpec> flags = {
+      {"records", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                     return SetString(s.records_path, v);
+                   }}},
+      {"bus", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                 s.bus.urls = SplitCommaList(v);
+                 if (s.bus.urls.empty()) return "--bus: no URL given";
+                 for (const auto& url : s.bus.urls) {
+                   if (url.find('@') != std::string::npos) {
+                     return "--bus: credentials in a URL are refused; use --user and "
+                            "MESH_RECONCILER_PASSWORD or --password-file";
+                   }
+                 }
+                 return {};
+               }}},
+      {"user", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                  return SetString(s.bus.user, v);
+                }}},
+      {"password-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                           return SetString(s.password_file, v);
+                         }}},
+      {"users-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                        return SetString(s.users_file, v);
+                      }}},
+      {"pid-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                      return SetString(s.pid_file, v);
+                    }}},
+      {"monitor", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                     return SetString(s.monitor_url, v);
+                   }}},
+      {"ca-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                     return SetString(s.bus.ca_file, v);
+                   }}},
+      {"prune", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
+                   s.prune = Prune::kYes;
+                   return std::string();
+                 }}},
+      {"bcrypt-cost", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                         try {
+                           size_t used = 0;
+                           int cost = std::stoi(v, &used);
+                           if (used != v.size() || cost < 4 || cost > 31) throw 0;
+                           s.bcrypt_cost = cost;
+                           return {};
+                         } catch (...) {
+                           return "--bcrypt-cost: expected a whole number from 4 to 31";
+                         }
+                       }}},
+      {"json", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
+                  s.format = OutputFormat::kJson;
+                  return std::string();
+                }}},
+      {"out", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                 return SetString(s.out, v);
+               }}},
+      {"listen", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                    if (v.rfind(':') == std::string::npos) return "--listen: expected HOST:PORT";
+                    s.listen = v;
+                    return {};
+                  }}},
+      {"token-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                        return SetString(s.token_file, v);
+                      }}},
+      {"interval", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                      auto d = ParseDuration(v);
+                      if (!d.ok()) return "--interval: " + d.status().message();
+                      if (d->count() < 100) return "--interval: at least 100ms";
+                      s.interval = *d;
+                      return {};
+                    }}},
+      {"tls-cert", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                      return SetString(s.tls_cert_file, v);
+                    }}},
+      {"tls-key", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                     return SetString(s.tls_key_file, v);
+                   }}},
+      {"log-level", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                       if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+                         return "--log-level: expected debug, info, warn or error";
+                       }
+                       s.log_level = v;
+                       return {};
+                     }}},
+      {"log-format", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                        if (v != "logfmt" && v != "json") return "--log-format: logfmt or json";
+                        s.log_format = v;
+                        return {};
+                      }}},
+      {"remote", {FlagKind::kString, [](Settings& s, const std::string& v) {
+                    return SetString(s.remote, v);
+                  }}},
+      {"for", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
+                 auto d = ParseDuration(v);
+                 if (!d.ok()) return "--for: " + d.status().message();
+                 s.hold_for = *d;
+                 return {};
+               }}},
+      {"once", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
+                  s.once = true;
+                  return std::string();
+                }}},
+      {"help", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
+                  s.help = true;
+                  return std::string();
+                }}},
+  };
+  return flags;
+}
+
+std::string EnvName(const std::string& flag) {
+  std::string name = "MESH_RECONCILER_";
+  for (char c : flag) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return name;
+}
+
+// Switches from the environment: "1", "true", "yes" set them; anything else leaves them off.
+bool EnvTrue(const char* value) {
+  std::string v = value;
+  return v == "1" || v == "true" || v == "yes";
+}
+
+Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(Errc::kIo, std::string(what) + ": cannot read " + path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string value = buffer.str();
+  while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+  return value;
+}
+
+}  // namespace
+
+Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  if (text.empty()) return Status(Errc::kInvalidArgument, "empty duration");
+  std::chrono::milliseconds total{0};
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    if (start == i || i - start > 9) {
+      return Status(Errc::kInvalidArgument, "expected a duration such as 30s, 5m, 1h, 250ms");
+    }
+    int64_t number = std::stoll(text.substr(start, i - start));
+    std::string unit;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) unit += text[i++];
+    int64_t ms_per_unit = 0;
+    if (unit == "ms") ms_per_unit = 1;
+    else if (unit == "s") ms_per_unit = 1000;
+    else if (unit == "m") ms_per_unit = 60 * 1000;
+    else if (unit == "h") ms_per_unit = 3600 * 1000;
+    else return Status(Errc::kInvalidArgument, "unknown unit in \"" + text + "\" (ms, s, m, h)");
+    total += std::chrono::milliseconds(number * ms_per_unit);
+  }
+  return total;
+}
+
+Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv) {
+  Settings settings;
+  std::vector<std::string> errors;
+  // Environment first, so that the command line wins.
+  for (const auto& [name, spec] : Flags()) {
+    if (name == "help") continue;
+    const char* value = getenv(EnvName(name).c_str());
+    if (value == nullptr) continue;
+    if (spec.kind == FlagKind::kSwitch) {
+      if (EnvTrue(value)) spec.set(settings, "");
+      continue;
+    }
+    std::string error = spec.set(settings, value);
+    if (!error.empty()) errors.push_back(EnvName(name) + ": " + error);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h") {
+      settings.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      settings.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto it = Flags().find(name);
+    if (it == Flags().end()) {
+      errors.push_back("unknown flag --" + name);
+      continue;
+    }
+    if (it->second.kind == FlagKind::kSwitch) {
+      if (value) {
+        errors.push_back("--" + name + " takes no value");
+        continue;
+      }
+      it->second.set(settings, "");
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        errors.push_back("--" + name + " needs a value");
+        continue;
+      }
+      value = args[++i];
+    }
+    std::string error = it->second.set(settings, *value);
+    if (!error.empty()) errors.push_back(error);
+  }
+  if (!errors.empty()) {
+    std::string message;
+    for (const auto& e : errors) message += (message.empty() ? "" : "\n") + e;
+    return Status(Errc::kInvalidArgument, message);
+  }
+  return settings;
+}
+
+Status LoadSecrets(Settings& settings, const GetEnv& getenv) {
+  if (const char* password = getenv("MESH_RECONCILER_PASSWORD"); password && *password) {
+    settings.bus.password = password;
+  } else if (!settings.password_file.empty()) {
+    auto value = ReadSecretFile(settings.password_file, "--password-file");
+    if (!value.ok()) return value.status();
+    settings.bus.password = *value;
+  }
+  if (const char* cert = getenv("MESH_BROKER_CERTIFICATE"); cert && *cert) {
+    settings.bus.pinned_cert_file = cert;
+  }
+  return Status::Ok();
+}
+
+const char* PassSettingsHelp() {
+  return R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
+  --records FILE          the records file (JSON, contract version 1)
+  --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
+  --user NAME             the reconciler's own user (default mesh-reconciler)
+  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
+  --ca-file FILE          TLS: trust this CA for the bus
+                          (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
+  --users-file FILE       the users file nats-server includes (written atomically, mode 0600)
+  --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
+  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
+  --prune                 delete objects marked as ours that the records no longer derive
+  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
+  --json                  machine-readable output
+)";
+}
+
+}  // namespace mesh::reconciler

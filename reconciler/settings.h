@@ -1,0 +1,66 @@
+// Command-line settings shared by every subcommand: the same flag names everywhere, each also
+// read from the environment as MESH_RECONCILER_<NAME> (upper case, '-' -> '_'), for Kubernetes.
+// A flag on the command line wins over the environment. Secrets never come from a flag's value:
+// the password from MESH_RECONCILER_PASSWORD or --password-file, the bus certificate from
+// MESH_BROKER_CERTIFICATE.
+//
+// Thread-safety: plain values. ParseSettings reads the environment through `getenv`.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/names.h"
+#include "model/result.h"
+#include "observers/bus.h"
+
+namespace mesh::reconciler {
+
+enum class OutputFormat { kTable, kJson };
+
+struct Settings {
+  // Pass settings.
+  std::string records_path;        // --records (or the first positional argument of validate,...)
+  observers::BusSettings bus;      // --bus URL[,URL...], --user, password, --ca-file, pinning
+  std::string password_file;       // --password-file (read by LoadSecrets)
+  std::string users_file;          // --users-file: the file nats-server includes
+  std::string pid_file;            // --pid-file: nats-server's pid file
+  std::string monitor_url;         // --monitor: http://127.0.0.1:8222
+  Prune prune = Prune::kNo;        // --prune
+  int bcrypt_cost = 10;            // --bcrypt-cost
+  OutputFormat format = OutputFormat::kTable;  // --json
+  std::string out;                 // --out FILE (render-users)
+  // Daemon.
+  std::string listen = "127.0.0.1:9464";       // --listen HOST:PORT
+  std::string token_file;                      // --token-file
+  std::chrono::milliseconds interval{30000};   // --interval 30s | 5m | 500ms
+  std::string tls_cert_file;                   // --tls-cert (HTTP listener)
+  std::string tls_key_file;                    // --tls-key
+  std::string log_level = "info";              // --log-level debug|info|warn|error
+  std::string log_format = "logfmt";           // --log-format logfmt|json
+  // On-call.
+  std::string remote;                          // --remote http://127.0.0.1:9464
+  std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
+  bool once = false;                           // --once
+  bool help = false;                           // --help / -h
+  std::vector<std::string> positional;
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+// Parses flags (both "--name value" and "--name=value"). Unknown flags are an error.
+Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv);
+
+// Reads the password (MESH_RECONCILER_PASSWORD, else --password-file, trailing newline
+// stripped) and MESH_BROKER_CERTIFICATE into settings.bus. Errors name the file, never content.
+Status LoadSecrets(Settings& settings, const GetEnv& getenv);
+
+// "30s", "5m", "1h", "250ms", "2h30m" -> duration; error otherwise.
+Result<std::chrono::milliseconds> ParseDuration(const std::string& text);
+
+// The help text of every pass setting, for each subcommand's --help.
+const char* PassSettingsHelp();
+
+}  // namespace mesh::reconciler

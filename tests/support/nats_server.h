@@ -1,0 +1,80 @@
+// Test support: a real nats-server (the Debian package) started on free loopback ports in its
+// own temporary folder, with JetStream, a monitoring port, a pid file, and a main configuration
+// that includes "users.conf" beside it (the layout the chart uses). Stopped by PID.
+//
+// Synchronisation is by waiting on conditions (WaitFor), never by fixed sleeps.
+// Thread-safety: one test thread drives a NatsServer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mesh::testing {
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort();
+
+// A new empty folder under $TMPDIR (removed by the caller, or left for post-mortems on failure).
+std::string MakeTempDir(const std::string& prefix);
+
+// Polls `condition` every few milliseconds until it holds or `deadline` passes.
+bool WaitFor(const std::function<bool()>& condition,
+             std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& bytes);
+
+struct NatsServerOptions {
+  // Written to <dir>/users.conf before start. Must define the account(s) and users; an empty
+  // string starts the server with a users.conf holding one no-permission-limits user
+  // "admin"/"admin" in account MESH with JetStream enabled.
+  std::string users_conf;
+  std::string server_name;       // default "n<port>"
+  // Cluster: routes to these ports (other members' cluster ports); empty for standalone.
+  int cluster_port = 0;          // 0: no cluster block
+  std::vector<int> route_ports;
+  std::string cluster_name = "mesh";
+  bool wait_healthy = true;      // Start() waits for /healthz ok
+};
+
+class NatsServer {
+ public:
+  // Starts the server and waits until it accepts clients (and /healthz is ok if asked).
+  // Throws std::runtime_error (with the server's log tail) when it cannot start: a test failure.
+  static std::unique_ptr<NatsServer> Start(const NatsServerOptions& options);
+  ~NatsServer();  // Stop()
+
+  void Stop();           // SIGTERM to our PID, wait; SIGKILL after a deadline
+  void Kill();           // SIGKILL, no cleanup (a crash)
+  void Restart();        // Stop() then start again with the same folder, ports and config
+  void WipeStore();      // removes the JetStream store directory (server must be stopped)
+  bool running() const;
+
+  pid_t pid() const;
+  int port() const;
+  int monitor_port() const;
+  std::string url() const;          // nats://127.0.0.1:<port>
+  std::string monitor_url() const;  // http://127.0.0.1:<monitor_port>
+  std::string dir() const;
+  std::string users_file() const;   // <dir>/users.conf
+  std::string pid_file() const;     // <dir>/nats.pid
+  std::string store_dir() const;    // <dir>/jetstream
+  std::string log_file() const;     // <dir>/nats.log
+  std::string main_config() const;  // <dir>/nats.conf
+
+ private:
+  NatsServer() = default;
+  void Launch();
+  NatsServerOptions options_;
+  std::string dir_;
+  int port_ = 0;
+  int monitor_port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace mesh::testing
