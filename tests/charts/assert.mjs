@@ -1,0 +1,262 @@
+// Structural assertions on a `helm template` output of the mesh-reconciler chart.
+//
+// Usage: node tests/charts/assert.mjs RENDERED.yaml CHECK [ARG...]
+//   pod                    the pod's wiring: shared volumes, pid file, init container, probes,
+//                          ports, users, security contexts, credentials only from Secrets
+//   cluster N              N members: replicas, routes through the headless Service, PDB
+//   monitoring KIND|none [RUNBOOK_BASE_URL]
+//                          PodMonitor / ServiceMonitor / none, and the PrometheusRule
+//   no-rules               no PrometheusRule
+//   confined VALUE...      each VALUE (and its base64) appears in no document but a Secret
+// Each check prints what it verified; the first failed assertion exits 1 naming it.
+import fs from 'node:fs';
+import path from 'node:path';
+import util from 'node:util';
+
+import {
+  YAML, check, docName, envValue, findOne, flagValue, locate, main, natsIncludes,
+  natsSetting, objectData, objectKeys, portOf, readManifests, repoRoot, statefulSet, volumeFiles,
+} from './lib.mjs';
+
+const kRulesFile = path.join(repoRoot, 'charts/mesh-reconciler/files/alert-rules.yaml');
+
+// The file an absolute path of a container resolves to, as "<volume>:<relative path>", so
+// that two containers' paths can be compared whatever their mount points.
+function where(pod, container, file, what) {
+  check(file && path.posix.isAbsolute(file), `${container.name}: ${what} is not an absolute path: ${file}`);
+  const at = locate(pod, container, file);
+  check(at, `${container.name}: ${what} ${file} is on no volume`);
+  return { ...at, id: `${at.volume.name}:${at.rel}` };
+}
+
+function natsConfig(docs, pod, nats) {
+  const configPath = flagValue(nats.command.concat(nats.args ?? []), '--config');
+  const at = where(pod, nats, configPath, 'the --config file');
+  const name = at.volume.configMap?.name;
+  check(name, `nats: ${configPath} is not from a ConfigMap volume`);
+  const bytes = objectData(findOne(docs, 'ConfigMap', name), at.rel);
+  check(bytes, `ConfigMap ${name} has no key ${at.rel}`);
+  return { configPath, conf: bytes.toString() };
+}
+
+function effective(pod, container, key) {
+  return container.securityContext?.[key] ?? pod.securityContext?.[key];
+}
+
+function checkSecurity(pod, container) {
+  const sc = container.securityContext ?? {};
+  const n = container.name;
+  check(effective(pod, container, 'runAsNonRoot') === true, `${n}: runAsNonRoot is not true`);
+  check(sc.readOnlyRootFilesystem === true, `${n}: readOnlyRootFilesystem is not true`);
+  check(sc.allowPrivilegeEscalation === false, `${n}: allowPrivilegeEscalation is not false`);
+  check((sc.capabilities?.drop ?? []).includes('ALL'), `${n}: capabilities do not drop ALL`);
+  check(!(sc.capabilities?.add ?? []).length, `${n}: adds capabilities`);
+  check(sc.privileged !== true, `${n}: privileged`);
+  check(effective(pod, container, 'seccompProfile')?.type === 'RuntimeDefault', `${n}: seccomp is not RuntimeDefault`);
+}
+
+function probePort(container, probe, what) {
+  const port = probe?.httpGet?.port;
+  check(port !== undefined, `${container.name}: no HTTP ${what}`);
+  if (typeof port === 'number') return port;
+  const named = (container.ports ?? []).find((p) => p.name === port);
+  check(named, `${container.name}: ${what} names port "${port}", which the container does not declare`);
+  return named.containerPort;
+}
+
+// A credential file: a projected/secret volume file from a Secret.
+function secretFile(docs, pod, container, file, what) {
+  const at = where(pod, container, file, what);
+  const source = volumeFiles(at.volume)[at.rel] ?? volumeFiles(at.volume)['*'];
+  check(source?.kind === 'Secret', `${container.name}: ${what} ${file} does not come from a Secret`);
+  return at;
+}
+
+function checkPod(docs) {
+  const { sts, pod, byName } = statefulSet(docs);
+  const init = byName['render-users'];
+  const nats = byName.nats;
+  const sidecar = byName['mesh-reconciler'];
+  check(init?.init, 'no init container render-users');
+  check(nats && !nats.init, 'no container nats');
+  check(sidecar && !sidecar.init, 'no container mesh-reconciler');
+  check(pod.shareProcessNamespace === true, 'shareProcessNamespace is not true');
+  check(pod.automountServiceAccountToken === false, 'the service account token is mounted');
+
+  // The init container renders the users file from the records, before nats-server starts.
+  check(init.command?.[0] === 'mesh-reconciler' && init.args?.[0] === 'render-users',
+        `init container does not run mesh-reconciler render-users: ${JSON.stringify(init.command.concat(init.args))}`);
+  const records = secretFile(docs, pod, init, init.args[1], 'the records');
+  const out = where(pod, init, flagValue(init.args, '--out'), '--out');
+  check(out.volume.emptyDir, `render-users writes to ${out.volume.name}, not an emptyDir`);
+  check(!out.mount.readOnly, 'render-users mounts the users folder read-only');
+  const initPassword = secretFile(docs, pod, init, flagValue(init.args, '--password-file'), '--password-file');
+  check(flagValue(init.args, '--user') === envValue(sidecar, 'MESH_RECONCILER_USER'),
+        'render-users --user differs from the sidecar\'s MESH_RECONCILER_USER');
+
+  // nats-server includes that very file, and writes its pid where the sidecar reads it.
+  const { configPath, conf } = natsConfig(docs, pod, nats);
+  const includes = natsIncludes(conf);
+  check(includes.length === 1, `nats.conf has ${includes.length} include lines, expected 1`);
+  const included = path.posix.resolve(path.posix.dirname(configPath), includes[0]);
+  const natsUsers = where(pod, nats, included, `the included file (${includes[0]} from ${configPath})`);
+  check(natsUsers.id === out.id, `nats includes ${natsUsers.id}, render-users writes ${out.id}`);
+  const sidecarUsers = where(pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_USERS_FILE'), 'MESH_RECONCILER_USERS_FILE');
+  check(sidecarUsers.id === out.id, `the sidecar writes ${sidecarUsers.id}, nats includes ${out.id}`);
+  check(!sidecarUsers.mount.readOnly, 'the sidecar mounts the users folder read-only');
+  check(!/^\s*(accounts|authorization)\s*[{:]/m.test(conf), 'nats.conf defines accounts or authorization itself');
+
+  const natsPid = where(pod, nats, natsSetting(conf, 'pid_file'), 'pid_file');
+  check(natsPid.volume.emptyDir, 'the pid file is not on an emptyDir');
+  const sidecarPid = where(pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_PID_FILE'), 'MESH_RECONCILER_PID_FILE');
+  check(sidecarPid.id === natsPid.id, `the sidecar reads the pid from ${sidecarPid.id}, nats writes ${natsPid.id}`);
+  const store = where(pod, nats, natsSetting(conf, 'store_dir'), 'the JetStream store_dir');
+  check(store.volume.claimTemplate &&
+        (sts.spec.volumeClaimTemplates ?? []).some((t) => t.metadata.name === store.volume.name),
+        'the JetStream store is not on a volumeClaimTemplate');
+
+  // The sidecar reaches nats-server on loopback, at the ports nats.conf listens on.
+  const monitor = new URL(envValue(sidecar, 'MESH_RECONCILER_MONITOR'));
+  check(monitor.hostname === '127.0.0.1' && Number(monitor.port) === portOf(natsSetting(conf, 'http')),
+        `MESH_RECONCILER_MONITOR ${monitor} is not nats' http ${natsSetting(conf, 'http')} on loopback`);
+  const bus = new URL(envValue(sidecar, 'MESH_RECONCILER_BUS'));
+  check(bus.hostname === '127.0.0.1' && Number(bus.port) === portOf(natsSetting(conf, 'listen')),
+        `MESH_RECONCILER_BUS ${bus} is not nats' listen ${natsSetting(conf, 'listen')} on loopback`);
+
+  // Probes: the sidecar's on its --listen port, named "metrics": Ready after a first good pass
+  // (startup on /readyz), then alive and ready while its loop beats (/healthz).
+  check(sidecar.command?.[0] === 'mesh-reconciler' && sidecar.args?.[0] === 'run', 'the sidecar does not run `mesh-reconciler run`');
+  const listen = portOf(flagValue(sidecar.args, '--listen'));
+  const metrics = (sidecar.ports ?? []).find((p) => p.name === 'metrics');
+  check(metrics?.containerPort === listen, `port "metrics" is ${metrics?.containerPort}, --listen is ${listen}`);
+  for (const [probe, pathWanted] of [['startupProbe', '/readyz'], ['livenessProbe', '/healthz'], ['readinessProbe', '/healthz']]) {
+    check(sidecar[probe]?.httpGet?.path === pathWanted, `sidecar ${probe} is not on ${pathWanted}`);
+    check(probePort(sidecar, sidecar[probe], probe) === listen, `sidecar ${probe} is not on port ${listen}`);
+  }
+  const natsHttp = portOf(natsSetting(conf, 'http'));
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
+    check(nats[probe]?.httpGet?.path?.startsWith('/healthz') && probePort(nats, nats[probe], probe) === natsHttp,
+          `nats ${probe} is not on the monitoring port ${natsHttp}`);
+  }
+
+  // Credentials: files from Secrets; no env literal carries one.
+  secretFile(docs, pod, sidecar, flagValue(sidecar.args, '--token-file'), '--token-file');
+  const sidecarPassword = secretFile(docs, pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_PASSWORD_FILE'), 'MESH_RECONCILER_PASSWORD_FILE');
+  check(sidecarPassword.id === initPassword.id, 'init container and sidecar read different password files');
+  const sidecarRecords = secretFile(docs, pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_RECORDS'), 'MESH_RECONCILER_RECORDS');
+  check(sidecarRecords.id === records.id, 'init container and sidecar read different records');
+  for (const c of [init, nats, sidecar]) {
+    for (const e of c.env ?? []) {
+      check(!(/(PASSWORD|TOKEN|SECRET|CERTIFICATE)$/.test(e.name) && 'value' in e),
+            `${c.name}: env ${e.name} has a literal value`);
+    }
+  }
+
+  // One user for nats-server and the sidecar (signals), restrictive contexts everywhere.
+  const natsUid = effective(pod, nats, 'runAsUser');
+  check(Number.isInteger(natsUid) && natsUid > 0, 'nats-server has no non-root runAsUser');
+  check(effective(pod, sidecar, 'runAsUser') === natsUid, 'nats-server and the sidecar run as different users');
+  for (const c of [init, nats, sidecar]) checkSecurity(pod, c);
+
+  console.log(`pod wiring ok: ${docName(sts)} (users file ${out.id}, pid file ${natsPid.id}, ` +
+              `metrics port ${listen}, uid ${natsUid})`);
+}
+
+function checkCluster(docs, n) {
+  const { sts, pod, byName } = statefulSet(docs);
+  check(sts.spec.replicas === n, `replicas ${sts.spec.replicas}, expected ${n}`);
+  const { conf } = natsConfig(docs, pod, byName.nats);
+  const headless = findOne(docs, 'Service', sts.spec.serviceName);
+  check(headless.spec.clusterIP === 'None', `Service ${headless.metadata.name} is not headless`);
+  check(headless.spec.publishNotReadyAddresses === true, 'the headless Service hides not-ready pods');
+  const pdb = docs.find((d) => d.kind === 'PodDisruptionBudget');
+  if (n === 1) {
+    check(!/^\s*cluster\s*{/m.test(conf), 'a standalone server has a cluster block');
+    check(!pdb, 'a standalone server has a PodDisruptionBudget');
+    console.log('standalone ok: no cluster block, no PodDisruptionBudget');
+    return;
+  }
+  const block = conf.match(/^\s*cluster\s*{([\s\S]*?)^\s*}/m)?.[1];
+  check(block, 'no cluster block in nats.conf');
+  const clusterPort = portOf(natsSetting(block, 'listen'));
+  const ns = sts.metadata.namespace;
+  const routes = [...block.matchAll(/nats:\/\/[^\s,\]]+/g)].map((m) => m[0]).sort();
+  const expected = [...Array(n).keys()]
+    .map((i) => `nats://${sts.metadata.name}-${i}.${headless.metadata.name}.${ns}.svc.cluster.local:${clusterPort}`)
+    .sort();
+  check(util.isDeepStrictEqual(routes, expected), `routes ${JSON.stringify(routes)}, expected ${JSON.stringify(expected)}`);
+  check((byName.nats.ports ?? []).some((p) => p.name === 'cluster' && p.containerPort === clusterPort), 'nats does not declare the cluster port');
+  check(headless.spec.ports.some((p) => p.port === clusterPort), 'the headless Service lacks the cluster port');
+  check(/^\s*server_name\s*:\s*\$POD_NAME\s*$/m.test(conf), 'server_name is not the pod name');
+  check(pdb?.spec?.maxUnavailable === 1, 'no PodDisruptionBudget with maxUnavailable 1');
+  console.log(`cluster ok: ${n} routes through ${headless.metadata.name}, PodDisruptionBudget`);
+}
+
+function checkMonitoring(docs, kind, runbookBaseUrl) {
+  const { sts, byName } = statefulSet(docs);
+  const podLabels = sts.spec.template.metadata.labels;
+  const selects = (selector, labels) => Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
+  const podMonitors = docs.filter((d) => d.kind === 'PodMonitor');
+  const serviceMonitors = docs.filter((d) => d.kind === 'ServiceMonitor');
+  const jobRelabel = (e) => (e.relabelings ?? []).some((r) => r.targetLabel === 'job' && r.replacement === 'mesh-reconciler');
+  if (kind === 'none') {
+    check(podMonitors.length + serviceMonitors.length === 0, 'monitoring objects rendered while disabled');
+    check(!docs.some((d) => d.kind === 'PrometheusRule'), 'a PrometheusRule rendered while monitoring is disabled');
+    console.log('monitoring off ok: no PodMonitor, ServiceMonitor or PrometheusRule');
+    return;
+  }
+  if (kind === 'PodMonitor') {
+    check(podMonitors.length === 1 && serviceMonitors.length === 0, 'expected exactly one PodMonitor');
+    const [endpoint] = podMonitors[0].spec.podMetricsEndpoints;
+    check(selects(podMonitors[0].spec.selector, podLabels), 'the PodMonitor does not select the pods');
+    check(endpoint.port === 'metrics' && byName['mesh-reconciler'].ports.some((p) => p.name === 'metrics'), 'the PodMonitor does not scrape port "metrics"');
+    check(jobRelabel(endpoint), 'the PodMonitor does not set job="mesh-reconciler"');
+  } else {
+    check(serviceMonitors.length === 1 && podMonitors.length === 0, 'expected exactly one ServiceMonitor');
+    const [endpoint] = serviceMonitors[0].spec.endpoints;
+    const services = docs.filter((d) => d.kind === 'Service' && selects(serviceMonitors[0].spec.selector, d.metadata.labels));
+    check(services.length === 1, `the ServiceMonitor selects ${services.length} Services, expected 1`);
+    check(services[0].spec.ports.some((p) => p.name === endpoint.port), `the selected Service has no port ${endpoint.port}`);
+    check(selects({ matchLabels: services[0].spec.selector }, podLabels), 'the selected Service does not select the pods');
+    check(jobRelabel(endpoint), 'the ServiceMonitor does not set job="mesh-reconciler"');
+  }
+  const rule = findOne(docs, 'PrometheusRule');
+  const expected = YAML.parse(fs.readFileSync(kRulesFile, 'utf8'));
+  if (runbookBaseUrl) {
+    for (const r of expected.groups.flatMap((g) => g.rules)) {
+      r.annotations.runbook_url = `${runbookBaseUrl.replace(/\/$/, '')}/${r.annotations.runbook_url}`;
+    }
+  }
+  check(util.isDeepStrictEqual(rule.spec, expected), 'the PrometheusRule differs from files/alert-rules.yaml');
+  console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=mesh-reconciler; PrometheusRule = files/alert-rules.yaml`);
+}
+
+function checkConfined(manifests, values) {
+  check(values.length > 0, 'confined: no value given');
+  const secretBytes = manifests
+    .filter(({ doc }) => doc.kind === 'Secret')
+    .flatMap(({ doc }) => objectKeys(doc).map((key) => objectData(doc, key).toString()));
+  for (const value of values) {
+    const encoded = Buffer.from(value).toString('base64');
+    for (const { doc, text } of manifests) {
+      if (doc.kind === 'Secret') continue;
+      check(!text.includes(value) && !text.includes(encoded), `a secret value appears in ${docName(doc)}`);
+    }
+    check(secretBytes.some((bytes) => bytes.includes(value)), 'a secret value is in no Secret either: the test did not render with it');
+  }
+  console.log(`confined ok: ${values.length} secret values appear in Secrets only`);
+}
+
+await main(async ([file, name, ...args]) => {
+  check(file && name, 'usage: assert.mjs RENDERED.yaml CHECK [ARG...]');
+  const manifests = readManifests(file);
+  const docs = manifests.map((m) => m.doc);
+  switch (name) {
+    case 'pod': return checkPod(docs);
+    case 'cluster': return checkCluster(docs, Number(args[0]));
+    case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
+    case 'confined': return checkConfined(manifests, args);
+    default: check(false, `unknown check ${name}`);
+  }
+});
+

@@ -1,0 +1,461 @@
+#!/usr/bin/env bash
+# Tests of the Helm chart charts/mesh-reconciler:
+#   - helm lint --strict and helm template: default values, a 3-member cluster, monitoring on;
+#   - values.schema.json refuses typos and contradictory values;
+#   - every rendered manifest is valid for the Kubernetes API (kubernetes-models);
+#   - the pod's wiring (tests/charts/assert.mjs): shared users and pid volumes, the init
+#     container, probes on the right ports, one UID, restrictive security contexts, cluster
+#     routes, monitoring objects, and no secret value outside a Secret;
+#   - the rendered nats.conf is accepted by nats-server (-t), TLS included;
+#   - the chart's own commands work: the StatefulSet's containers, as rendered, run on loopback
+#     (tests/charts/pod.mjs): render-users, nats-server, then `mesh-reconciler run`, which must
+#     reconcile that server; then the on-call commands of NOTES.txt.
+#
+# Standalone: bash tests/scripts/chart_test.sh (installs helm and node modules into .tools/
+# through scripts/install-test-tools.sh). The runtime part needs MESH_BINARY (CTest sets it);
+# without it those steps are reported as skipped. A failed runtime step (or
+# MESH_KEEP_TEST_DIR=1) leaves the work folder (printed) for a post-mortem.
+set -uo pipefail
+
+root="${MESH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+cd "$root" || exit 1
+bash scripts/install-test-tools.sh || { echo "chart_test: cannot install the test tools"; exit 1; }
+
+helm="$root/.tools/bin/helm"
+chart="$root/charts/mesh-reconciler"
+nats_server="$(command -v nats-server || echo /usr/sbin/nats-server)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/chart-test.XXXXXX")"
+keep_work="${MESH_KEEP_TEST_DIR:-0}"  # 1: keep the work folder
+pids=()
+
+# Fake secrets: each must end up in Secrets only.
+readonly kPassword="fake-reconciler-password-5e1b"
+readonly kToken="fake-admin-token-c0d4"
+readonly kRecords="$root/tests/charts/records.json"
+mapfile -t record_passwords < <(grep -o '"password": *"[^"]*"' "$kRecords" | sed 's/.*: *"\(.*\)"/\1/')
+
+passed=0
+failed=0
+skipped=0
+
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  if [[ $keep_work -eq 0 ]]; then rm -rf "$work"; else echo "chart_test: left $work for a post-mortem"; fi
+}
+trap cleanup EXIT
+
+# Runs one test: `run_test NAME FUNCTION ARGS...`; its output is shown only when it fails.
+run_test() {
+  local name="$1"
+  shift
+  local log="$work/test.log"
+  if "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    echo "ok - $name"
+  else
+    failed=$((failed + 1))
+    echo "not ok - $name"
+    sed 's/^/    /' "$log"
+  fi
+}
+
+skip_test() {
+  skipped=$((skipped + 1))
+  echo "skip - $1 ($2)"
+}
+
+# Polls a command until it succeeds or `seconds` pass.
+wait_for() {
+  local seconds="$1"
+  shift
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS >= deadline)) && return 1
+    sleep 0.1
+  done
+}
+
+stop_pid() {
+  local pid="$1"
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null
+  local deadline=$((SECONDS + 15))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+render() {  # render OUT [helm args...]
+  local out="$1"
+  shift
+  "$helm" template mesh "$chart" --namespace mesh-test "$@" >"$out"
+}
+
+# NOTES.txt is not rendered by `helm template`: render it through tpl in a copy of the chart.
+render_notes() {  # render_notes OUT [helm args...]
+  local out="$1"
+  shift
+  local copy="$work/notes-chart"
+  if [[ ! -d "$copy" ]]; then
+    cp -r "$chart" "$copy" && cp "$chart/templates/NOTES.txt" "$copy/files/notes.tpl" &&
+    printf 'notes: |\n{{ tpl (.Files.Get "files/notes.tpl") . | indent 2 }}\n' >"$copy/templates/notes-test.yaml" ||
+      return 1
+  fi
+  "$helm" template mesh "$copy" --namespace mesh-test --show-only templates/notes-test.yaml "$@" |
+    node -e 'const YAML = require(process.argv[1]); let t = ""; process.stdin.on("data", (d) => (t += d));
+             process.stdin.on("end", () => process.stdout.write(YAML.parse(t).notes));' \
+      "$root/.tools/node/node_modules/yaml" >"$out"
+}
+
+# The on-call lines of rendered NOTES: "CONTAINER SUBCOMMAND ARGS..." per kubectl exec line.
+notes_commands() {
+  # shellcheck disable=SC2016  # a literal $POD
+  sed -n 's/^ *kubectl -n [^ ]* exec \$POD -c \([a-z-]*\) -- mesh-reconciler \(.*\)$/\1 \2/p' "$1"
+}
+
+with_secrets=(--set-file "records.content=$kRecords"
+              --set "reconcilerPassword.value=$kPassword" --set "adminToken.value=$kToken")
+
+# --- lint and render ---------------------------------------------------------------------
+
+lint() { "$helm" lint --strict "$chart" "$@"; }
+
+render_and_check() {  # NAME CHECKS-SPEC [helm args...]; CHECKS-SPEC: "pod;cluster 3;monitoring none"
+  local name="$1" checks="$2"
+  shift 2
+  local out="$work/$name.yaml"
+  render "$out" "$@" || return 1
+  node tests/charts/validate.mjs "$out" || return 1
+  local spec
+  IFS=';' read -ra specs <<<"$checks"
+  for spec in "${specs[@]}"; do
+    # shellcheck disable=SC2086
+    node tests/charts/assert.mjs "$out" $spec || return 1
+  done
+}
+
+refused() {  # EXPECTED-TEXT [helm args...]: rendering must fail, saying EXPECTED-TEXT
+  local expected="$1"
+  shift
+  if render "$work/refused.yaml" "$@" 2>"$work/refused.err"; then
+    echo "rendered although it should be refused: $*"
+    return 1
+  fi
+  grep -qF -- "$expected" "$work/refused.err" || { echo "refused, but not saying '$expected':"; cat "$work/refused.err"; return 1; }
+  echo "refused: $* -> $(grep -F -- "$expected" "$work/refused.err" | head -1)"
+}
+
+typos_refused() {
+  refused "Additional property replica is not allowed" --set replica=3 &&
+  refused "Additional property imag is not allowed" --set nats.imag.tag=2.10 &&
+  refused "Additional property enabeld is not allowed" --set monitoring.enabeld=true &&
+  refused "Additional property request is not allowed" --set reconciler.resources.request.cpu=1 &&
+  refused "Additional property existingSecrets is not allowed" --set records.existingSecrets=x &&
+  refused "replicas must be one of the following" --set replicas=2 &&
+  refused "Invalid type. Expected: boolean" --set reconciler.prune=yes &&
+  refused "monitoring.scrape must be one of the following" --set monitoring.scrape=Probe
+}
+
+contradictions_refused() {
+  refused "records: set either content or existingSecret, not both" \
+    --set records.content=x --set records.existingSecret=y &&
+  refused "adminToken: set either value or existingSecret, not both" \
+    --set adminToken.value=x --set adminToken.existingSecret=y &&
+  refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true
+}
+
+secrets_confined() {
+  local out="$work/secrets.yaml"
+  render "$out" "${with_secrets[@]}" || return 1
+  node tests/charts/assert.mjs "$out" confined "$kPassword" "$kToken" "${record_passwords[@]}"
+}
+
+existing_secrets_used() {
+  local out="$work/existing.yaml"
+  render "$out" --set records.existingSecret=cp-records --set records.key=mesh.json \
+    --set reconcilerPassword.existingSecret=cp-credentials --set reconcilerPassword.key=pw \
+    --set adminToken.existingSecret=cp-credentials --set adminToken.key=admin || return 1
+  node tests/charts/validate.mjs "$out" || return 1
+  if grep -q '^kind: Secret' "$out"; then echo "a Secret is rendered although all are existing"; return 1; fi
+  # shellcheck disable=SC2016  # JavaScript
+  node -e '
+    const [file] = process.argv.slice(1);
+    const text = require("fs").readFileSync(file, "utf8");
+    for (const want of ["name: cp-records", "key: mesh.json", "name: cp-credentials", "key: pw", "key: admin"]) {
+      if (!text.includes(want)) { console.error(`missing "${want}"`); process.exit(1); }
+    }
+    console.log("existing Secrets and keys are referenced");' "$out"
+}
+
+# nats-server accepts the rendered nats.conf (-t: check it and exit).
+nats_config_valid() {  # NAME [extra manifests...] -- [helm args...]
+  local name="$1"
+  shift
+  local extra=()
+  while [[ $# -gt 0 && "$1" != "--" ]]; do extra+=(--extra "$1"); shift; done
+  shift
+  local out="$work/conf-$name.yaml" dir="$work/conf-$name"
+  render "$out" "${with_secrets[@]}" "$@" || return 1
+  node tests/charts/pod.mjs "$out" --root "$dir" --bin mesh-reconciler=/bin/false \
+    --bin "nats-server=$nats_server" "${extra[@]}" || return 1
+  # The users file the init container would write (any valid one will do for -t).
+  # shellcheck disable=SC2016  # a literal bcrypt hash
+  printf 'accounts { MESH { jetstream: enabled, users: [ {user: stub, password: "%s"} ] } }\n' \
+    '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$dir/etc/nats-users/users.conf"
+  "$dir/run/nats.sh" -t
+}
+
+make_tls_secret() {  # OUT: a kubernetes.io/tls Secret "mesh-tls" for 127.0.0.1, with ca.crt
+  local dir="$work/tls"
+  mkdir -p "$dir"
+  (
+    cd "$dir" &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -subj /CN=mesh-test-ca -keyout ca.key -out ca.crt &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=mesh \
+      -keyout tls.key -out tls.csr &&
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext &&
+    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile san.ext -out tls.crt
+  ) >/dev/null 2>&1 || { echo "openssl failed"; return 1; }
+  {
+    printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: mesh-tls\ntype: kubernetes.io/tls\ndata:\n'
+    for key in tls.crt tls.key ca.crt; do printf '  %s: %s\n' "$key" "$(base64 -w0 "$dir/$key")"; done
+  } >"$1"
+}
+
+tls_config_valid() {
+  make_tls_secret "$work/tls-secret.yaml" || return 1
+  nats_config_valid tls "$work/tls-secret.yaml" -- --set tls.enabled=true --set tls.existingSecret=mesh-tls
+}
+
+notes_name_the_oncall_commands() {
+  local notes="$work/notes.txt" out="$work/notes-sts.yaml"
+  render_notes "$notes" --set reconciler.port=9999 || return 1
+  render "$out" --set reconciler.port=9999 || return 1
+  local token_file
+  token_file="$(grep -A1 -- '- --token-file' "$out" | tail -1 | sed 's/^ *- *//')"
+  local sub ok=0
+  for sub in plan reconcile hold release; do
+    local line
+    line="$(notes_commands "$notes" | grep "^mesh-reconciler $sub\b")" ||
+      { echo "NOTES.txt has no '$sub' command"; ok=1; continue; }
+    echo "$line"
+    [[ "$sub" == plan ]] && continue
+    grep -qF -- "--remote http://127.0.0.1:9999 --token-file $token_file" <<<"$line" ||
+      { echo "'$sub' does not use the sidecar's port and token file ($token_file)"; ok=1; }
+  done
+  return $ok
+}
+
+run_test "helm lint --strict: default values" lint
+run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
+run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
+run_test "render: default values" render_and_check default "pod;cluster 1;monitoring none"
+run_test "render: 3-member cluster" render_and_check cluster "pod;cluster 3;monitoring none" --set replicas=3
+run_test "render: monitoring with a PodMonitor" render_and_check podmonitor \
+  "pod;monitoring PodMonitor" --set monitoring.enabled=true
+run_test "render: monitoring with a ServiceMonitor and a runbook base URL" render_and_check servicemonitor \
+  "pod;monitoring ServiceMonitor https://git.example.com/mesh/mesh-reconciler/-/blob/main" \
+  --set monitoring.enabled=true --set monitoring.scrape=ServiceMonitor \
+  --set monitoring.rules.runbookBaseUrl=https://git.example.com/mesh/mesh-reconciler/-/blob/main
+run_test "render: TLS, 5 members, prune, scheduling values, records from the values" render_and_check tls \
+  "pod;cluster 5" --set tls.enabled=true --set tls.existingSecret=mesh-tls --set replicas=5 \
+  --set reconciler.prune=true --set podAntiAffinity=hard --set nodeSelector.disk=ssd \
+  --set 'tolerations[0].key=dedicated' --set 'tolerations[0].operator=Equal' \
+  --set 'tolerations[0].value=mesh' --set 'tolerations[0].effect=NoSchedule' \
+  --set priorityClassName=mesh-critical --set nats.storage.storageClassName=fast \
+  --set podLabels.team=mesh --set podAnnotations.note=x "${with_secrets[@]}"
+run_test "render: no pod anti-affinity" render_and_check noaffinity "pod" --set podAntiAffinity=none
+run_test "values: typos are refused by values.schema.json" typos_refused
+run_test "values: contradictions are refused" contradictions_refused
+run_test "secrets: fake password, token and records passwords appear in Secrets only" secrets_confined
+run_test "secrets: existing Secrets are used instead of the chart's" existing_secrets_used
+run_test "nats-server -t accepts nats.conf: standalone" nats_config_valid standalone --
+run_test "nats-server -t accepts nats.conf: 3-member cluster" nats_config_valid cluster -- --set replicas=3
+run_test "nats-server -t accepts nats.conf: TLS" tls_config_valid
+run_test "NOTES.txt names the on-call commands with the sidecar's port and token file" notes_name_the_oncall_commands
+
+# --- runtime: the chart's own commands ---------------------------------------------------
+
+rt="$work/runtime"
+metrics_url=""
+monitor_url=""
+
+free_ports() {  # N distinct free loopback ports
+  node -e '
+    const net = require("net");
+    const servers = [];
+    const next = () => {
+      if (servers.length === Number(process.argv[1])) {
+        console.log(servers.map((s) => s.address().port).join(" "));
+        servers.forEach((s) => s.close());
+        return;
+      }
+      const s = net.createServer();
+      s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
+    };
+    next();' "$1"
+}
+
+http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
+
+metric_is() {  # NAME VALUE: a sample of NAME (any labels) has VALUE
+  curl -fsS --max-time 2 "$metrics_url/metrics" | grep -Eq "^$1(\{[^}]*\})? $2(\.0+)?( |$)"
+}
+
+rt_layout() {
+  local ports
+  read -ra ports <<<"$(free_ports 4)" || return 1
+  monitor_url="http://127.0.0.1:${ports[1]}"
+  metrics_url="http://127.0.0.1:${ports[3]}"
+  render "$rt.yaml" "${with_secrets[@]}" --set "nats.ports.client=${ports[0]}" \
+    --set "nats.ports.monitor=${ports[1]}" --set "nats.ports.cluster=${ports[2]}" \
+    --set "reconciler.port=${ports[3]}" --set reconciler.interval=1s || return 1
+  render_notes "$rt.notes" --set "reconciler.port=${ports[3]}" || return 1
+  node tests/charts/pod.mjs "$rt.yaml" --root "$rt" --bin "mesh-reconciler=$MESH_BINARY" \
+    --bin "nats-server=$nats_server"
+}
+
+rt_init() {
+  "$rt/run/render-users.sh" || { echo "render-users exited $?"; return 1; }
+  local users="$rt/etc/nats-users/users.conf"
+  [[ -s "$users" ]] || { echo "render-users wrote no $users"; return 1; }
+  local mode
+  mode="$(stat -c %a "$users")"
+  [[ "$mode" == 600 ]] || { echo "users file mode $mode, expected 600"; return 1; }
+  local secret
+  for secret in "$kPassword" "${record_passwords[@]}"; do
+    if grep -qF -- "$secret" "$users"; then echo "a plain password is in the users file"; return 1; fi
+  done
+  sha256sum "$users" | cut -d' ' -f1 >"$rt/users.sha256"
+  echo "users file rendered ($(wc -c <"$users") bytes)"
+}
+
+rt_nats() {
+  "$rt/run/nats.sh" >"$rt/nats.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  echo "$pid" >"$rt/nats.pid.started"
+  wait_for 30 http_ok "$monitor_url/healthz" || { echo "nats-server not healthy"; tail -20 "$rt/nats.log"; return 1; }
+  local pid_file="$rt/var/run/nats/nats.pid"
+  wait_for 10 test -s "$pid_file" || { echo "no pid file $pid_file"; return 1; }
+  [[ "$(cat "$pid_file")" == "$pid" ]] || { echo "pid file holds $(cat "$pid_file"), nats-server is $pid"; return 1; }
+  echo "nats-server $pid healthy, pid file shared"
+}
+
+rt_sidecar() {
+  "$rt/run/mesh-reconciler.sh" >"$rt/sidecar.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  echo "$pid" >"$rt/sidecar.pid.started"
+  wait_for 30 http_ok "$metrics_url/healthz" || { echo "/healthz not 200"; tail -20 "$rt/sidecar.log"; return 1; }
+  wait_for 60 http_ok "$metrics_url/readyz" || {
+    echo "/readyz not 200: $(curl -sS --max-time 2 "$metrics_url/readyz")"; tail -20 "$rt/sidecar.log"; return 1; }
+  echo "sidecar healthy and ready"
+}
+
+plan_converged() { "$rt/run/mesh-reconciler.sh" plan >"$rt/plan.out" 2>&1; }
+
+rt_converges() {
+  if ! wait_for 90 plan_converged; then
+    echo "plan did not exit 0 within 90s; last output:"
+    cat "$rt/plan.out"
+    tail -20 "$rt/sidecar.log"
+    return 1
+  fi
+  http_ok "$metrics_url/drift" || { echo "GET /drift failed"; return 1; }
+  local now
+  now="$(sha256sum "$rt/etc/nats-users/users.conf" | cut -d' ' -f1)"
+  [[ "$now" == "$(cat "$rt/users.sha256")" ]] ||
+    { echo "the sidecar rewrote the users file the init container rendered from the same records"; return 1; }
+  echo "converged: plan exits 0; users file unchanged since the init container"
+}
+
+rt_metrics() {
+  local name
+  for name in "mesh_bus_connected 1" "mesh_records_valid 1" "mesh_reconciler_held 0"; do
+    # shellcheck disable=SC2086
+    metric_is $name || { echo "metric not as expected: $name"; return 1; }
+  done
+  curl -fsS --max-time 2 "$metrics_url/metrics" | grep -q '^mesh_reconciler_build_info{' ||
+    { echo "no mesh_reconciler_build_info"; return 1; }
+  echo "metrics: connected, records valid, not held"
+}
+
+rt_oncall() {
+  local code
+  code="$(curl -sS -o /dev/null -w '%{http_code}' -X POST --max-time 5 "$metrics_url/reconcile")"
+  [[ "$code" == 401 ]] || { echo "POST /reconcile without the token: $code, expected 401"; return 1; }
+  # The kubectl exec lines of NOTES.txt, run in the container they name (paths mapped).
+  local container sub args seen=""
+  while read -r container sub args; do
+    # shellcheck disable=SC2086
+    "$rt/run/$container.sh" "$sub" $args >"$rt/oncall-$sub.out" 2>&1 ||
+      { echo "NOTES command '$sub $args' exited $?:"; cat "$rt/oncall-$sub.out"; return 1; }
+    case "$sub" in
+      hold) wait_for 10 metric_is mesh_reconciler_held 1 || { echo "mesh_reconciler_held is not 1 after hold"; return 1; } ;;
+      release) wait_for 10 metric_is mesh_reconciler_held 0 || { echo "mesh_reconciler_held is not 0 after release"; return 1; } ;;
+    esac
+    seen+="$sub "
+  done < <(notes_commands "$rt.notes")
+  [[ "$seen" == "plan reconcile hold release " ]] || { echo "ran '$seen', expected plan reconcile hold release"; return 1; }
+  echo "NOTES.txt commands work: $seen"
+}
+
+rt_sigterm() {
+  local pid
+  pid="$(cat "$rt/sidecar.pid.started")"
+  kill -TERM "$pid"
+  local deadline=$((SECONDS + 15))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then echo "the sidecar ignores SIGTERM"; return 1; fi
+  wait "$pid"
+  local status=$?
+  [[ $status -eq 0 ]] || { echo "the sidecar exited $status on SIGTERM, expected 0"; return 1; }
+  echo "the sidecar stops on SIGTERM with status 0"
+}
+
+runtime_steps=(
+  "rt_layout:runtime: lay out the rendered pod (free ports, records and secrets from the manifests)"
+  "rt_init:runtime: init container render-users writes the users file (mode 600, hashes only)"
+  "rt_nats:runtime: container nats starts with the rendered nats.conf and writes the shared pid file"
+  "rt_sidecar:runtime: container mesh-reconciler (run) answers /healthz and /readyz"
+  "rt_converges:runtime: the sidecar reconciles its server (plan exits 0)"
+  "rt_metrics:runtime: /metrics reports the bus connected and the records valid"
+  "rt_oncall:runtime: on-call commands of NOTES.txt (reconcile, hold, release; token required)"
+  "rt_sigterm:runtime: the sidecar stops cleanly on SIGTERM"
+)
+
+if [[ -z "${MESH_BINARY:-}" ]]; then
+  for entry in "${runtime_steps[@]}"; do skip_test "${entry#*:}" "MESH_BINARY is not set"; done
+elif [[ ! -x "$MESH_BINARY" ]]; then
+  for entry in "${runtime_steps[@]}"; do
+    failed=$((failed + 1))
+    echo "not ok - ${entry#*:}"
+  done
+  echo "    MESH_BINARY=$MESH_BINARY is not an executable: build the mesh-reconciler target"
+else
+  broken=""
+  for entry in "${runtime_steps[@]}"; do
+    name="${entry#*:}"
+    if [[ -n "$broken" ]]; then
+      skip_test "$name" "needs: $broken"
+      continue
+    fi
+    before=$failed
+    run_test "$name" "${entry%%:*}"
+    if ((failed > before)); then
+      broken="$name"
+      keep_work=1
+      for log in "$rt/nats.log" "$rt/sidecar.log"; do
+        [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
+      done
+    fi
+  done
+fi
+
+echo "chart_test: $passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]
