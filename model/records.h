@@ -21,6 +21,7 @@ struct Credential {
   enum class Kind { kNone, kPlain, kBcrypt };
   Kind kind = Kind::kNone;
   std::string secret;  // the plain password or the bcrypt hash; empty for kNone. Never logged.
+  bool operator==(const Credential&) const = default;
 };
 
 struct FollowRef {  // "<seat>.<event>"
