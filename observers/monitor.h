@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/result.h"
 #include "observers/observed.h"
@@ -19,6 +21,16 @@ struct HttpResponse {
 
 // GET `url` (http://host:port/path). Errors name the address, never a credential.
 Result<HttpResponse> HttpGet(const std::string& url, std::chrono::milliseconds timeout);
+
+// Any method, with extra headers and a body (the on-call CLI's POSTs to a running daemon).
+// Header values are never put in an error message (they may carry a bearer token).
+struct HttpCall {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+Result<HttpResponse> HttpSend(const HttpCall& call, std::chrono::milliseconds timeout);
 
 // Reads /healthz and /varz from `monitor_url` (e.g. http://127.0.0.1:8222). An unreachable
 // endpoint is data (reachable=false), not an error.

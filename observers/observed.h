@@ -25,7 +25,11 @@ struct ObservedConsumer {
 struct ObservedJetStream {
   std::vector<ObservedStream> streams;      // sorted by name; every stream of the account
   std::vector<ObservedConsumer> consumers;  // sorted by (stream, durable); on every stream
-  int cluster_size = 1;  // JetStream servers in the cluster (1 when standalone)
+  // JetStream servers in the cluster as far as the bus shows it: 1 when no stream reports a
+  // cluster group (standalone, or an empty account), else the largest stream group (leader +
+  // replicas). A lower bound: a non-system user cannot ask the meta group for its size. Prefer
+  // JetStreamClusterSize(), which uses the monitoring endpoint's exact answer when there is one.
+  int cluster_size = 1;
   int api_requests = 0;  // how many JetStream API requests the observation took
 };
 
@@ -46,6 +50,9 @@ struct ObservedServer {
   int64_t config_load_time_unix_ns = 0;
   std::string server_name;
   std::string version;
+  // /jsz meta_cluster.cluster_size (the JetStream meta group, offline peers included); 1 for a
+  // standalone JetStream server; 0 when unknown (no monitor, unreachable, JetStream disabled).
+  int jetstream_cluster_size = 0;
 };
 
 struct ObservedState {
@@ -53,5 +60,12 @@ struct ObservedState {
   ObservedUsersFile users_file;
   ObservedServer server;
 };
+
+// The number of JetStream servers to check bus.replicas against: the monitoring endpoint's
+// exact count when known, else the bus's lower bound.
+inline int JetStreamClusterSize(const ObservedState& state) {
+  return state.server.jetstream_cluster_size > 0 ? state.server.jetstream_cluster_size
+                                                 : state.jetstream.cluster_size;
+}
 
 }  // namespace mesh::observers

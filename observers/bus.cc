@@ -1,0 +1,339 @@
+#include "observers/bus.h"
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "observers/url.h"
+
+namespace mesh::observers {
+namespace {
+
+constexpr int64_t kReconnectWaitMs = 250;
+constexpr int kForever = -1;  // natsOptions_SetMaxReconnect: keep trying
+
+struct OptionsDeleter {
+  void operator()(natsOptions* p) const { natsOptions_Destroy(p); }
+};
+struct ConnectionDeleter {
+  void operator()(natsConnection* p) const { natsConnection_Destroy(p); }
+};
+struct SubscriptionDeleter {
+  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
+};
+struct MsgDeleter {
+  void operator()(natsMsg* p) const { natsMsg_Destroy(p); }
+};
+struct InboxDeleter {
+  void operator()(natsInbox* p) const { natsInbox_Destroy(p); }
+};
+using OptionsPtr = std::unique_ptr<natsOptions, OptionsDeleter>;
+using ConnectionPtr = std::unique_ptr<natsConnection, ConnectionDeleter>;
+using SubscriptionPtr = std::unique_ptr<natsSubscription, SubscriptionDeleter>;
+using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
+using InboxPtr = std::unique_ptr<natsInbox, InboxDeleter>;
+
+Errc ErrcOf(natsStatus s) {
+  switch (s) {
+    case NATS_TIMEOUT:
+      return Errc::kTimeout;
+    case NATS_CONNECTION_AUTH_FAILED:
+    case NATS_NOT_PERMITTED:
+      return Errc::kRefused;
+    case NATS_INVALID_ARG:
+    case NATS_INVALID_SUBJECT:
+      return Errc::kInvalidArgument;
+    case NATS_SSL_ERROR:
+      return Errc::kIo;
+    default:
+      return Errc::kUnavailable;
+  }
+}
+
+// Captures cnats' thread-local error text: call right after the failing call.
+Status NatsError(natsStatus s, const std::string& context) {
+  const char* last = nats_GetLastError(nullptr);
+  std::string text = (last != nullptr && *last != '\0') ? last : natsStatus_GetText(s);
+  // cnats prefixes its source location, "(conn.c:1905): ": not for operators.
+  if (size_t end = text.find("): "); !text.empty() && text.front() == '(' && end != text.npos) {
+    text.erase(0, end + 3);
+  }
+  return Status(ErrcOf(s), context + ": " + text);
+}
+
+std::string JoinAddresses(const std::vector<std::string>& urls) {
+  std::string joined;
+  for (const std::string& url : urls) {
+    if (!joined.empty()) joined += ",";
+    joined += url;
+  }
+  return joined;
+}
+
+// cnats may run a connection's callbacks on its own threads after the connection is destroyed,
+// so callbacks never hold a pointer to a BusConnection: they carry an id and look the sink up
+// here. Once Unregister returns, the sink is never called again (it runs under the lock).
+class SinkRegistry {
+ public:
+  static SinkRegistry& Get() {
+    static SinkRegistry* registry = new SinkRegistry();  // never destroyed: outlives cnats
+    return *registry;
+  }
+  uintptr_t Register(EventSink sink) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uintptr_t id = ++last_id_;
+    sinks_.emplace(id, std::move(sink));
+    return id;
+  }
+  void Unregister(uintptr_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sinks_.erase(id);
+  }
+  void Emit(void* closure, BusEvent event, const std::string& subject) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sinks_.find(reinterpret_cast<uintptr_t>(closure));
+    if (it != sinks_.end() && it->second) it->second(event, subject);
+  }
+
+ private:
+  std::mutex mutex_;
+  uintptr_t last_id_ = 0;
+  std::unordered_map<uintptr_t, EventSink> sinks_;
+};
+
+std::string ConnectedUrl(natsConnection* nc) {
+  char buffer[512] = {0};
+  if (natsConnection_GetConnectedUrl(nc, buffer, sizeof buffer) != NATS_OK) return "";
+  return StripUserInfo(buffer);
+}
+
+void OnDisconnected(natsConnection*, void* closure) {
+  SinkRegistry::Get().Emit(closure, BusEvent::kDisconnected, "");
+}
+void OnReconnected(natsConnection* nc, void* closure) {
+  SinkRegistry::Get().Emit(closure, BusEvent::kReconnected, ConnectedUrl(nc));
+}
+void OnAdvisory(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  MsgPtr owned(msg);
+  SinkRegistry::Get().Emit(closure, BusEvent::kAdvisory, natsMsg_GetSubject(msg));
+}
+
+// The request index carried in the last token of a reply subject "<prefix>.<index>".
+std::optional<size_t> ReplyIndex(std::string_view subject, std::string_view prefix) {
+  if (subject.size() <= prefix.size() + 1 || subject.substr(0, prefix.size()) != prefix ||
+      subject[prefix.size()] != '.') {
+    return std::nullopt;
+  }
+  size_t index = 0;
+  for (char c : subject.substr(prefix.size() + 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    index = index * 10 + static_cast<size_t>(c - '0');
+  }
+  return index;
+}
+
+}  // namespace
+
+struct BusConnection::Impl {
+  BusSettings settings;
+  std::string address;  // the configured servers, for messages: never a credential
+  ConnectionPtr connection;
+  uintptr_t sink_id = 0;
+  std::vector<SubscriptionPtr> advisory_subscriptions;
+  std::atomic<int64_t> requests_sent{0};
+
+  ~Impl() {
+    // First make sure no callback reaches the sink any more, then tear down cnats' objects.
+    SinkRegistry::Get().Unregister(sink_id);
+    advisory_subscriptions.clear();
+    connection.reset();
+  }
+
+  std::string InboxPrefix() const {
+    return settings.user.empty() ? std::string("_INBOX") : "_INBOX." + settings.user;
+  }
+};
+
+BusConnection::BusConnection() : impl_(std::make_unique<Impl>()) {}
+BusConnection::~BusConnection() = default;
+
+Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings& settings,
+                                                              EventSink events) {
+  std::unique_ptr<BusConnection> bus(new BusConnection());
+  Impl& impl = *bus->impl_;
+  impl.settings = settings;
+  std::vector<std::string> urls;
+  for (const std::string& url : settings.urls) urls.push_back(StripUserInfo(url));
+  impl.address = JoinAddresses(urls);
+  if (urls.empty()) return Status(Errc::kInvalidArgument, "no bus address configured");
+  const std::string context = "connect to " + impl.address;
+  if (!settings.pinned_cert_file.empty()) {
+    // TODO(pinning): accept exactly the certificate in pinned_cert_file
+    // (MESH_BROKER_CERTIFICATE) via natsOptions_SetSSLVerificationCallback. Until then refuse,
+    // rather than connect without the pin the operator asked for.
+    return Status(Errc::kInvalidArgument, context + ": certificate pinning is not supported yet");
+  }
+  impl.sink_id = SinkRegistry::Get().Register(std::move(events));
+  void* closure = reinterpret_cast<void*>(impl.sink_id);
+
+  natsOptions* raw_options = nullptr;
+  natsStatus s = natsOptions_Create(&raw_options);
+  OptionsPtr options(raw_options);
+  if (s != NATS_OK) return NatsError(s, context);
+
+  std::vector<const char*> servers;
+  for (const std::string& url : urls) servers.push_back(url.c_str());
+  const std::string inbox_prefix = impl.InboxPrefix();
+  s = natsOptions_SetServers(options.get(), servers.data(), static_cast<int>(servers.size()));
+  if (s == NATS_OK && !settings.user.empty()) {
+    s = natsOptions_SetUserInfo(options.get(), settings.user.c_str(), settings.password.c_str());
+  }
+  if (s == NATS_OK) s = natsOptions_SetCustomInboxPrefix(options.get(), inbox_prefix.c_str());
+  // A sync subscription cannot tell which request a "no responders" status answered (cnats
+  // drops it), so without responders a request simply times out like any other.
+  if (s == NATS_OK) s = natsOptions_DisableNoResponders(options.get(), true);
+  if (s == NATS_OK) s = natsOptions_SetName(options.get(), settings.user.c_str());
+  if (s == NATS_OK) s = natsOptions_SetTimeout(options.get(), settings.connect_timeout.count());
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options.get(), kForever);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(options.get(), kReconnectWaitMs);
+  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(options.get(), OnDisconnected, closure);
+  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(options.get(), OnReconnected, closure);
+  if (s == NATS_OK && !settings.ca_file.empty()) {
+    s = natsOptions_SetSecure(options.get(), true);
+    if (s == NATS_OK) {
+      s = natsOptions_LoadCATrustedCertificates(options.get(), settings.ca_file.c_str());
+    }
+  }
+  if (s != NATS_OK) return NatsError(s, context);
+
+  natsConnection* raw_connection = nullptr;
+  s = natsConnection_Connect(&raw_connection, options.get());
+  ConnectionPtr connection(raw_connection);
+  if (s != NATS_OK) return NatsError(s, context);
+  impl.connection = std::move(connection);
+  return bus;
+}
+
+bool BusConnection::connected() const {
+  return natsConnection_Status(impl_->connection.get()) == NATS_CONN_STATUS_CONNECTED;
+}
+
+std::string BusConnection::connected_url() const {
+  return ConnectedUrl(impl_->connection.get());
+}
+
+int64_t BusConnection::requests_sent() const {
+  return impl_->requests_sent.load();
+}
+
+std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& requests) {
+  using Clock = std::chrono::steady_clock;
+  Impl& impl = *impl_;
+  std::vector<ApiReply> replies(requests.size());
+  if (requests.empty()) return replies;
+
+  // One subscription for the whole batch: "<inbox prefix>.<nuid>.*", reply "<...>.<index>".
+  natsInbox* raw_inbox = nullptr;
+  natsStatus s = natsInbox_Create(&raw_inbox);
+  InboxPtr inbox(raw_inbox);
+  if (s != NATS_OK) {
+    const Status error = NatsError(s, "create inbox");
+    for (ApiReply& reply : replies) reply.status = error;
+    return replies;
+  }
+  std::string token(inbox.get());
+  token = token.substr(token.rfind('.') + 1);  // "_INBOX.<nuid>" -> "<nuid>"
+  const std::string reply_prefix = impl.InboxPrefix() + "." + token;
+  const std::string wildcard = reply_prefix + ".*";
+
+  natsSubscription* raw_sub = nullptr;
+  s = natsConnection_SubscribeSync(&raw_sub, impl.connection.get(), wildcard.c_str());
+  SubscriptionPtr sub(raw_sub);
+  if (s != NATS_OK) {
+    const Status error = NatsError(s, "subscribe replies on " + impl.address);
+    for (ApiReply& reply : replies) reply.status = error;
+    return replies;
+  }
+
+  const int max_in_flight = std::max(1, impl.settings.max_in_flight);
+  std::map<size_t, Clock::time_point> outstanding;  // index -> deadline
+  size_t next = 0;
+  while (next < requests.size() || !outstanding.empty()) {
+    while (next < requests.size() && static_cast<int>(outstanding.size()) < max_in_flight) {
+      const ApiRequest& request = requests[next];
+      const std::string reply_subject = reply_prefix + "." + std::to_string(next);
+      s = natsConnection_PublishRequest(impl.connection.get(), request.subject.c_str(),
+                                        reply_subject.c_str(), request.payload.data(),
+                                        static_cast<int>(request.payload.size()));
+      if (s != NATS_OK) {
+        replies[next].status = NatsError(s, "publish " + request.subject);
+      } else {
+        impl.requests_sent.fetch_add(1);
+        outstanding.emplace(next, Clock::now() + impl.settings.request_timeout);
+      }
+      ++next;
+    }
+    if (outstanding.empty()) continue;
+
+    Clock::time_point earliest = Clock::time_point::max();
+    for (const auto& [index, deadline] : outstanding) earliest = std::min(earliest, deadline);
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(earliest - Clock::now());
+    natsMsg* raw_msg = nullptr;
+    s = natsSubscription_NextMsg(&raw_msg, sub.get(), std::max<int64_t>(1, wait.count()));
+    MsgPtr msg(raw_msg);
+    if (s == NATS_OK) {
+      const std::optional<size_t> index = ReplyIndex(natsMsg_GetSubject(msg.get()), reply_prefix);
+      if (index && outstanding.erase(*index) == 1) {  // else a stray or late answer
+        replies[*index].payload.assign(natsMsg_GetData(msg.get()),
+                                       static_cast<size_t>(natsMsg_GetDataLength(msg.get())));
+      }
+    } else if (s != NATS_TIMEOUT) {
+      // The subscription or the connection is gone: every outstanding request has failed.
+      const Status error = NatsError(s, "wait for replies on " + impl.address);
+      for (const auto& [index, deadline] : outstanding) replies[index].status = error;
+      outstanding.clear();
+    }
+    const auto now = Clock::now();
+    for (auto it = outstanding.begin(); it != outstanding.end();) {
+      if (it->second > now) {
+        ++it;
+        continue;
+      }
+      replies[it->first].status =
+          Status(Errc::kTimeout, "no answer from " + requests[it->first].subject);
+      it = outstanding.erase(it);
+    }
+  }
+  return replies;
+}
+
+ApiReply BusConnection::Request(const ApiRequest& request) {
+  return std::move(RequestMany({request}).front());
+}
+
+Status BusConnection::SubscribeAdvisories() {
+  Impl& impl = *impl_;
+  void* closure = reinterpret_cast<void*>(impl.sink_id);
+  for (const char* subject : {"$JS.EVENT.ADVISORY.STREAM.>", "$JS.EVENT.ADVISORY.CONSUMER.>"}) {
+    natsSubscription* raw_sub = nullptr;
+    natsStatus s =
+        natsConnection_Subscribe(&raw_sub, impl.connection.get(), subject, OnAdvisory, closure);
+    SubscriptionPtr sub(raw_sub);
+    if (s != NATS_OK) {
+      return NatsError(s, std::string("subscribe ") + subject + " on " + impl.address);
+    }
+    impl.advisory_subscriptions.push_back(std::move(sub));
+  }
+  // Make sure the server has the interest before anyone relies on it.
+  natsStatus s =
+      natsConnection_FlushTimeout(impl.connection.get(), impl.settings.request_timeout.count());
+  if (s != NATS_OK) return NatsError(s, "flush " + impl.address);
+  return Status::Ok();
+}
+
+}  // namespace mesh::observers

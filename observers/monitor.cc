@@ -1,0 +1,245 @@
+#include "observers/monitor.h"
+
+#include <rapidjson/document.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <optional>
+
+#include "observers/url.h"
+
+namespace mesh::observers {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct HttpTarget {
+  std::string host;  // without brackets
+  std::string port;
+  std::string path;
+  std::string address;  // "http://host:port" for messages: never carries userinfo
+};
+
+// Parses "http://[userinfo@]host[:port][/path]". The userinfo, if any, is dropped.
+std::optional<HttpTarget> ParseHttpUrl(const std::string& url) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.compare(0, kScheme.size(), kScheme) != 0) return std::nullopt;
+  std::string rest = StripUserInfo(url).substr(kScheme.size());
+  size_t slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  HttpTarget target;
+  target.path = slash == std::string::npos ? "/" : rest.substr(slash);
+  if (!authority.empty() && authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    target.host = authority.substr(1, close - 1);
+    authority.erase(0, close + 1);
+    if (!authority.empty() && authority.front() != ':') return std::nullopt;
+    target.port = authority.empty() ? "80" : authority.substr(1);
+  } else {
+    size_t colon = authority.rfind(':');
+    target.host = authority.substr(0, colon);
+    target.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+  }
+  if (target.host.empty() || target.port.empty()) return std::nullopt;
+  const bool v6 = target.host.find(':') != std::string::npos;
+  target.address = "http://" + (v6 ? "[" + target.host + "]" : target.host) + ":" + target.port;
+  return target;
+}
+
+// A field of a JSON object as a string, or "" when absent or of another type.
+std::string StringField(const rapidjson::Value& object, const char* name) {
+  auto it = object.FindMember(name);
+  if (it == object.MemberEnd() || !it->value.IsString()) return "";
+  return std::string(it->value.GetString(), it->value.GetStringLength());
+}
+
+std::optional<rapidjson::Document> ParseObject(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse(body.data(), body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
+  return doc;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// Reads exactly `digits` decimal digits at `pos`; nullopt otherwise.
+std::optional<int64_t> Digits(const std::string& text, size_t pos, size_t digits) {
+  if (pos + digits > text.size()) return std::nullopt;
+  int64_t value = 0;
+  for (size_t i = pos; i < pos + digits; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<HttpResponse> HttpGet(const std::string& url, std::chrono::milliseconds timeout) {
+  HttpCall call;
+  call.url = url;
+  return HttpSend(call, timeout);
+}
+
+Result<HttpResponse> HttpSend(const HttpCall& call, std::chrono::milliseconds timeout) {
+  std::optional<HttpTarget> target = ParseHttpUrl(call.url);
+  if (!target) return Status(Errc::kInvalidArgument, "not an http:// URL");
+  const http::verb verb = http::string_to_verb(call.method);
+  if (verb == http::verb::unknown) return Status(Errc::kInvalidArgument, "unknown HTTP method");
+  const std::string what = call.method + " " + target->address + target->path;
+
+  net::io_context ioc;
+  tcp::resolver resolver(ioc);
+  beast::tcp_stream stream(ioc);
+  http::request<http::string_body> request{verb, target->path, 11};
+  request.set(http::field::host, target->host);
+  request.set(http::field::user_agent, "mesh-reconciler");
+  for (const auto& [name, value] : call.headers) request.set(name, value);
+  request.body() = call.body;
+  request.keep_alive(false);
+  request.prepare_payload();
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+
+  std::optional<Status> outcome;
+  auto fail = [&](const char* stage, const beast::error_code& ec) {
+    const Errc code = ec == beast::error::timeout ? Errc::kTimeout : Errc::kUnavailable;
+    outcome = Status(code, what + ": " + stage + ": " + ec.message());
+  };
+  // Every operation is asynchronous so that the stream's deadline applies to all of them; the
+  // caller still sees one synchronous call.
+  stream.expires_after(timeout);
+  resolver.async_resolve(
+      target->host, target->port,
+      [&](const beast::error_code& ec, const tcp::resolver::results_type& endpoints) {
+        if (ec) return fail("resolve", ec);
+        stream.async_connect(endpoints, [&](const beast::error_code& ec, const tcp::endpoint&) {
+          if (ec) return fail("connect", ec);
+          http::async_write(stream, request, [&](const beast::error_code& ec, size_t) {
+            if (ec) return fail("write", ec);
+            http::async_read(stream, buffer, response, [&](const beast::error_code& ec, size_t) {
+              if (ec) return fail("read", ec);
+              outcome = Status::Ok();
+            });
+          });
+        });
+      });
+  ioc.run_for(timeout);
+  if (!outcome) {
+    return Status(Errc::kTimeout, what + ": no answer");
+  }
+  if (!outcome->ok()) return *outcome;
+  return HttpResponse{static_cast<int>(response.result_int()), std::move(response.body())};
+}
+
+ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::milliseconds timeout) {
+  ObservedServer server;
+  server.monitor_configured = !monitor_url.empty();
+  if (!server.monitor_configured) return server;
+
+  std::string base = monitor_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  Result<HttpResponse> varz = HttpGet(base + "/varz", timeout);
+  if (!varz.ok() || varz->status != 200) return server;
+  server.reachable = true;
+  if (auto doc = ParseObject(varz->body)) {
+    server.config_load_time_unix_ns = ParseRfc3339Nanos(StringField(*doc, "config_load_time"));
+    server.server_name = StringField(*doc, "server_name");
+    server.version = StringField(*doc, "version");
+  }
+
+  // /jsz: a clustered server reports its meta group; a standalone one has no "meta_cluster";
+  // a server without JetStream answers {"disabled":true}.
+  if (Result<HttpResponse> jsz = HttpGet(base + "/jsz", timeout); jsz.ok() && jsz->status == 200) {
+    if (auto doc = ParseObject(jsz->body); doc && !doc->HasMember("disabled")) {
+      auto meta = doc->FindMember("meta_cluster");
+      if (meta == doc->MemberEnd()) {
+        server.jetstream_cluster_size = 1;
+      } else if (meta->value.IsObject() && meta->value.HasMember("cluster_size") &&
+                 meta->value["cluster_size"].IsInt()) {
+        server.jetstream_cluster_size = meta->value["cluster_size"].GetInt();
+      }
+    }
+  }
+
+  // 2.9 answers 200 {"status":"ok"} or 503 {"status":"unavailable","error":"..."}.
+  Result<HttpResponse> healthz = HttpGet(base + "/healthz", timeout);
+  if (!healthz.ok()) {
+    server.health_error = healthz.status().ToString();
+    return server;
+  }
+  auto doc = ParseObject(healthz->body);
+  const std::string status = doc ? StringField(*doc, "status") : "";
+  server.healthy = healthz->status == 200 && status == "ok";
+  if (!server.healthy) {
+    const std::string error = doc ? StringField(*doc, "error") : "";
+    server.health_error = !error.empty()    ? error
+                          : !status.empty() ? status
+                                            : "HTTP " + std::to_string(healthz->status);
+  }
+  return server;
+}
+
+int64_t ParseRfc3339Nanos(const std::string& text) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
+  auto year = Digits(text, 0, 4), month = Digits(text, 5, 2), day = Digits(text, 8, 2);
+  auto hour = Digits(text, 11, 2), minute = Digits(text, 14, 2), second = Digits(text, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second) return 0;
+  if (text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
+      text[16] != ':') {
+    return 0;
+  }
+  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 ||
+      *second > 60) {
+    return 0;
+  }
+  size_t pos = 19;
+  int64_t nanos = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int digits = 0;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
+      if (digits < 9) {
+        nanos = nanos * 10 + (text[pos] - '0');
+        ++digits;
+      }
+      ++pos;
+    }
+    if (digits == 0) return 0;
+    for (; digits < 9; ++digits) nanos *= 10;
+  }
+  if (pos >= text.size()) return 0;
+  int64_t offset_seconds = 0;
+  if (text[pos] == 'Z' || text[pos] == 'z') {
+    ++pos;
+  } else if (text[pos] == '+' || text[pos] == '-') {
+    auto off_hour = Digits(text, pos + 1, 2), off_minute = Digits(text, pos + 4, 2);
+    if (!off_hour || !off_minute || text[pos + 3] != ':') return 0;
+    offset_seconds = (*off_hour * 60 + *off_minute) * 60 * (text[pos] == '-' ? -1 : 1);
+    pos += 6;
+  } else {
+    return 0;
+  }
+  if (pos != text.size()) return 0;
+  const int64_t seconds = DaysFromCivil(*year, *month, *day) * 86400 + *hour * 3600 + *minute * 60 +
+                          *second - offset_seconds;
+  return seconds * 1'000'000'000 + nanos;
+}
+
+}  // namespace mesh::observers

@@ -1,0 +1,153 @@
+// The monitoring-endpoint observer: the HTTP client's deadline and errors, RFC 3339 parsing,
+// and /healthz, /varz and /jsz of a real nats-server.
+#include "observers/monitor.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+
+#include "observers/unique_fd.h"
+#include "tests/support/nats_server.h"
+
+namespace mesh::observers {
+namespace {
+
+using testing::NatsServer;
+
+constexpr auto kTimeout = std::chrono::seconds(2);
+
+TEST_CASE("ParseRfc3339Nanos reads UTC, offsets and any fraction", "[observers]") {
+  CHECK(ParseRfc3339Nanos("1970-01-01T00:00:00Z") == 0);
+  CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30.123456789Z") == 1795949730123456789);
+  CHECK(ParseRfc3339Nanos("2026-11-29T11:55:30.123456789+01:00") == 1795949730123456789);
+  CHECK(ParseRfc3339Nanos("2026-11-29T05:25:30.123456789-05:30") == 1795949730123456789);
+  CHECK(ParseRfc3339Nanos("2000-02-29T23:59:59.5Z") == 951868799'500'000'000);
+  CHECK(ParseRfc3339Nanos("2000-02-29T23:59:59.1234567891Z") == 951868799'123'456'789);
+  CHECK(ParseRfc3339Nanos("1969-12-31T23:00:00Z") == -3600'000'000'000);
+}
+
+TEST_CASE("ParseRfc3339Nanos gives 0 for what is not RFC 3339", "[observers]") {
+  CHECK(ParseRfc3339Nanos("") == 0);
+  CHECK(ParseRfc3339Nanos("yesterday") == 0);
+  CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30") == 0);    // no zone
+  CHECK(ParseRfc3339Nanos("2026-11-29 10:55:30Z") == 0);   // no T
+  CHECK(ParseRfc3339Nanos("2026-13-29T10:55:30Z") == 0);   // month 13
+  CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30.Z") == 0);  // empty fraction
+  CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30Zjunk") == 0);
+  CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30+0100") == 0);
+}
+
+TEST_CASE("JetStreamClusterSize prefers the monitor's count over the bus's lower bound",
+          "[observers]") {
+  ObservedState state;
+  state.jetstream.cluster_size = 2;
+  CHECK(JetStreamClusterSize(state) == 2);  // monitor unknown
+  state.server.jetstream_cluster_size = 5;
+  CHECK(JetStreamClusterSize(state) == 5);
+}
+
+TEST_CASE("HttpGet errors name the address and never the URL's credentials", "[observers]") {
+  const int closed = testing::FreePort();
+  auto reply =
+      HttpGet("http://user:hunter2@127.0.0.1:" + std::to_string(closed) + "/varz", kTimeout);
+  REQUIRE_FALSE(reply.ok());
+  const std::string message = reply.status().ToString();
+  INFO(message);
+  CHECK(reply.status().code() == Errc::kUnavailable);
+  CHECK(message.find("http://127.0.0.1:" + std::to_string(closed) + "/varz") != std::string::npos);
+  CHECK(message.find("hunter2") == std::string::npos);
+  CHECK(message.find("user") == std::string::npos);
+
+  CHECK(HttpGet("https://127.0.0.1/varz", kTimeout).status().code() == Errc::kInvalidArgument);
+  CHECK(HttpGet("127.0.0.1:8222", kTimeout).status().code() == Errc::kInvalidArgument);
+}
+
+TEST_CASE("HttpGet gives up at its deadline when the peer never answers", "[observers]") {
+  // A listening socket that never accepts: the connection is queued, no answer ever comes.
+  UniqueFd listener(new int(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+  REQUIRE(*listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(*listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(*listener, 4) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(*listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/varz";
+
+  const auto start = std::chrono::steady_clock::now();
+  auto reply = HttpGet(url, std::chrono::milliseconds(200));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(reply.ok());
+  CHECK(reply.status().code() == Errc::kTimeout);
+  CHECK(elapsed >= std::chrono::milliseconds(200));
+  CHECK(elapsed < std::chrono::seconds(2));
+
+  ObservedServer server = ObserveServer("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
+                                        std::chrono::milliseconds(200));
+  CHECK(server.monitor_configured);
+  CHECK_FALSE(server.reachable);
+}
+
+TEST_CASE("An unreachable or unconfigured monitor is data, not an error", "[observers]") {
+  ObservedServer unreachable =
+      ObserveServer("http://127.0.0.1:" + std::to_string(testing::FreePort()), kTimeout);
+  CHECK(unreachable.monitor_configured);
+  CHECK_FALSE(unreachable.reachable);
+  CHECK_FALSE(unreachable.healthy);
+  CHECK(unreachable.config_load_time_unix_ns == 0);
+
+  ObservedServer unconfigured = ObserveServer("", kTimeout);
+  CHECK_FALSE(unconfigured.monitor_configured);
+  CHECK_FALSE(unconfigured.reachable);
+}
+
+TEST_CASE("ObserveServer reads a healthy server's health, identity and load time",
+          "[observers][integration]") {
+  auto server = NatsServer::Start({});
+  ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
+  CHECK(observed.monitor_configured);
+  CHECK(observed.reachable);
+  CHECK(observed.healthy);
+  CHECK(observed.health_error.empty());
+  CHECK(observed.server_name == "n" + std::to_string(server->port()));
+  CHECK(observed.version == "2.9.10");
+  CHECK(observed.jetstream_cluster_size == 1);
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  CHECK(observed.config_load_time_unix_ns > now_ns - int64_t{60} * 1'000'000'000);
+  CHECK(observed.config_load_time_unix_ns <= now_ns);
+  CHECK(ObserveServer(server->monitor_url() + "/", kTimeout).reachable);  // trailing slash
+}
+
+TEST_CASE("config_load_time moves when the server reloads on SIGHUP", "[observers][integration]") {
+  auto server = NatsServer::Start({});
+  const int64_t before = ObserveServer(server->monitor_url(), kTimeout).config_load_time_unix_ns;
+  REQUIRE(before > 0);
+  REQUIRE(kill(server->pid(), SIGHUP) == 0);
+  CHECK(testing::WaitFor([&] {
+    return ObserveServer(server->monitor_url(), kTimeout).config_load_time_unix_ns > before;
+  }));
+}
+
+TEST_CASE("A cluster member without a meta leader is reachable but not healthy",
+          "[observers][integration]") {
+  // Routes to two members that never start: JetStream cannot form its meta group.
+  testing::NatsServerOptions options;
+  options.cluster_port = testing::FreePort();
+  options.route_ports = {testing::FreePort(), testing::FreePort()};
+  options.wait_healthy = false;
+  auto server = NatsServer::Start(options);
+  ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
+  INFO(observed.health_error);
+  CHECK(observed.reachable);
+  CHECK_FALSE(observed.healthy);
+  CHECK_FALSE(observed.health_error.empty());
+}
+
+}  // namespace
+}  // namespace mesh::observers

@@ -1,0 +1,129 @@
+#include "tests/support/nats_cluster.h"
+
+#include <rapidjson/document.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "observers/monitor.h"
+
+namespace mesh::testing {
+namespace {
+
+constexpr auto kProbeTimeout = std::chrono::seconds(2);
+constexpr size_t kLogTailBytes = 3000;
+
+bool Healthy(const NatsServer& server) {
+  auto health = observers::HttpGet(server.monitor_url() + "/healthz", kProbeTimeout);
+  return health.ok() && health->status == 200;
+}
+
+}  // namespace
+
+std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& options) {
+  if (options.size < 1) throw std::invalid_argument("a cluster needs at least one member");
+  std::unique_ptr<NatsCluster> cluster(new NatsCluster());
+  std::vector<int> cluster_ports;
+  for (size_t i = 0; i < options.size; ++i) cluster_ports.push_back(FreePort());
+  for (size_t i = 0; i < options.size; ++i) {
+    NatsServerOptions member;
+    member.users_conf = options.users_conf;
+    member.server_name = "n" + std::to_string(cluster_ports[i]);
+    member.cluster_name = options.cluster_name;
+    member.cluster_port = cluster_ports[i];
+    for (size_t j = 0; j < options.size; ++j) {
+      if (j != i) member.route_ports.push_back(cluster_ports[j]);
+    }
+    // A member alone is never healthy (no meta leader): wait for all of them together below.
+    member.wait_healthy = false;
+    cluster->names_.push_back(member.server_name);
+    cluster->members_.push_back(NatsServer::Start(member));
+  }
+  cluster->RequireReady();
+  return cluster;
+}
+
+NatsCluster::~NatsCluster() { StopAll(); }
+
+std::vector<std::string> NatsCluster::urls() const {
+  std::vector<std::string> out;
+  for (const auto& member : members_) out.push_back(member->url());
+  return out;
+}
+
+std::string NatsCluster::ServerName(size_t index) const { return names_.at(index); }
+
+size_t NatsCluster::IndexOf(const std::string& name) const {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] == name) return i;
+  }
+  return names_.size();
+}
+
+std::string NatsCluster::MetaLeaderSeenBy(size_t index) const {
+  const NatsServer& server = *members_.at(index);
+  if (!server.running()) return "";
+  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
+  if (!jsz.ok() || jsz->status != 200) return "";
+  rapidjson::Document doc;
+  doc.Parse(jsz->body.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return "";
+  auto meta = doc.FindMember("meta_cluster");
+  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return "";
+  auto leader = meta->value.FindMember("leader");
+  if (leader == meta->value.MemberEnd() || !leader->value.IsString()) return "";
+  return leader->value.GetString();
+}
+
+bool NatsCluster::WaitReady(std::chrono::milliseconds deadline) const {
+  return WaitFor(
+      [&] {
+        std::set<std::string> leaders;
+        for (size_t i = 0; i < members_.size(); ++i) {
+          if (!members_[i]->running()) continue;
+          if (!Healthy(*members_[i])) return false;
+          const std::string leader = MetaLeaderSeenBy(i);
+          if (leader.empty()) return false;
+          leaders.insert(leader);
+        }
+        return leaders.size() == 1;
+      },
+      deadline);
+}
+
+void NatsCluster::RequireReady(std::chrono::milliseconds deadline) const {
+  if (!WaitReady(deadline)) {
+    throw std::runtime_error("the JetStream cluster did not become ready; logs:\n" + LogTails());
+  }
+}
+
+void NatsCluster::StartStopped() {
+  for (auto& member : members_) {
+    if (!member->running()) member->Restart();
+  }
+}
+
+void NatsCluster::StopAll() {
+  for (auto& member : members_) member->Stop();
+}
+
+void NatsCluster::WipeAllStores() {
+  for (auto& member : members_) member->WipeStore();
+}
+
+std::string NatsCluster::LogTails() const {
+  std::string out;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    std::string log;
+    try {
+      log = ReadFile(members_[i]->log_file());
+    } catch (const std::exception&) {
+      log = "(no log)";
+    }
+    if (log.size() > kLogTailBytes) log = "..." + log.substr(log.size() - kLogTailBytes);
+    out += "--- " + names_[i] + " (" + members_[i]->dir() + ")\n" + log + "\n";
+  }
+  return out;
+}
+
+}  // namespace mesh::testing

@@ -1,0 +1,69 @@
+// Test support: a JetStream cluster of real nats-servers on loopback. Every member has its own
+// folder, users file, store and free ports; each routes to all the others. Members are
+// NatsServers, so a test stops, kills, restarts or wipes one by index, and then waits for the
+// cluster to be ready again.
+//
+// Ready means: every running member answers /healthz ok (so its streams are current) and every
+// running member names the same JetStream meta leader in /jsz.
+//
+// Synchronisation is by waiting on conditions (WaitFor), never by fixed sleeps.
+// Thread-safety: one test thread drives a NatsCluster.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/nats_server.h"
+
+namespace mesh::testing {
+
+struct NatsClusterOptions {
+  size_t size = 3;
+  // Written to every member's users.conf (each member has its own copy, as with one reconciler
+  // per pod); empty: NatsServer's default (admin/admin in account MESH).
+  std::string users_conf;
+  std::string cluster_name = "mesh";
+};
+
+class NatsCluster {
+ public:
+  // Starts every member and waits until the cluster is ready. Throws std::runtime_error (with
+  // the members' log tails) when it does not come up: a test failure.
+  static std::unique_ptr<NatsCluster> Start(const NatsClusterOptions& options);
+  ~NatsCluster();  // stops every member
+
+  size_t size() const { return members_.size(); }
+  NatsServer& member(size_t index) { return *members_.at(index); }
+  const NatsServer& member(size_t index) const { return *members_.at(index); }
+
+  // Every member's client URL, running or not (what a reconciler is configured with).
+  std::vector<std::string> urls() const;
+
+  // Waits until every running member is healthy and they agree on a meta leader.
+  bool WaitReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
+  // Throws with the members' log tails when the cluster is not ready within `deadline`.
+  void RequireReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
+
+  // The JetStream meta leader's server name as `index` sees it (empty when it sees none).
+  std::string MetaLeaderSeenBy(size_t index) const;
+  // The index of the member whose server name is `name`; size() when none.
+  size_t IndexOf(const std::string& name) const;
+  std::string ServerName(size_t index) const;
+
+  // Starts every stopped member again (same folder, ports and configuration), without waiting.
+  void StartStopped();
+  void StopAll();
+  void WipeAllStores();  // every member must be stopped
+
+ private:
+  NatsCluster() = default;
+  std::string LogTails() const;
+
+  std::vector<std::unique_ptr<NatsServer>> members_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace mesh::testing

@@ -1,0 +1,313 @@
+#include "tests/support/nats_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "observers/monitor.h"
+#include "observers/unique_fd.h"
+
+namespace mesh::testing {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(5);
+constexpr auto kStartDeadline = std::chrono::seconds(30);
+constexpr auto kStopDeadline = std::chrono::seconds(15);
+constexpr size_t kLogTailBytes = 4000;
+constexpr const char* kServerBinary = "/usr/sbin/nats-server";
+
+constexpr const char* kDefaultUsersConf = R"(accounts {
+  MESH {
+    jetstream: enabled
+    users: [
+      { user: "admin", password: "admin" }
+    ]
+  }
+}
+)";
+
+using observers::UniqueFd;
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+bool PortAccepts(int port) {
+  UniqueFd fd(new int(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+  if (*fd < 0) return false;
+  sockaddr_in addr = Loopback(port);
+  return connect(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+// The last bytes of a file, or a note that it could not be read (never throws).
+std::string Tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "(no log at " + path + ")";
+  std::ostringstream all;
+  all << in.rdbuf();
+  std::string text = all.str();
+  if (text.size() > kLogTailBytes) text = "..." + text.substr(text.size() - kLogTailBytes);
+  return text;
+}
+
+// Reaps `pid` if it has exited. True when the process is gone.
+bool Reaped(pid_t pid) {
+  int status = 0;
+  pid_t r = waitpid(pid, &status, WNOHANG);
+  return r == pid || (r < 0 && errno == ECHILD);
+}
+
+std::string Quoted(const std::string& s) {
+  return "\"" + s + "\"";
+}
+
+}  // namespace
+
+namespace {
+
+int BindAnyPort() {
+  UniqueFd fd(new int(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+  if (*fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr = Loopback(0);
+  if (bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(errno));
+  }
+  socklen_t len = sizeof addr;
+  if (getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error(std::string("getsockname: ") + std::strerror(errno));
+  }
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int FreePort() {
+  // Never hand out the same port twice in one process: a server takes several at once.
+  static std::mutex mutex;
+  static std::set<int> handed_out;
+  std::lock_guard<std::mutex> lock(mutex);
+  while (true) {
+    const int port = BindAnyPort();
+    if (handed_out.insert(port).second) return port;
+  }
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+  std::string pattern = base + "/" + prefix + "-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp " + pattern + ": " + std::strerror(errno));
+  }
+  return std::string(buf.data());
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::unique_ptr<NatsServer> NatsServer::Start(const NatsServerOptions& options) {
+  std::unique_ptr<NatsServer> server(new NatsServer());
+  server->options_ = options;
+  server->dir_ = MakeTempDir("mesh-nats");
+  server->port_ = FreePort();
+  server->monitor_port_ = FreePort();
+  if (server->options_.server_name.empty()) {
+    server->options_.server_name = "n" + std::to_string(server->port_);
+  }
+  WriteFile(server->users_file(),
+            options.users_conf.empty() ? std::string(kDefaultUsersConf) : options.users_conf);
+
+  std::ostringstream conf;
+  conf << "server_name: " << Quoted(server->options_.server_name) << "\n"
+       << "listen: \"127.0.0.1:" << server->port_ << "\"\n"
+       << "http: \"127.0.0.1:" << server->monitor_port_ << "\"\n"
+       << "pid_file: " << Quoted(server->pid_file()) << "\n"
+       << "log_file: " << Quoted(server->log_file()) << "\n"
+       << "jetstream {\n  store_dir: " << Quoted(server->store_dir()) << "\n}\n";
+  if (options.cluster_port != 0) {
+    conf << "cluster {\n  name: " << Quoted(options.cluster_name) << "\n"
+         << "  listen: \"127.0.0.1:" << options.cluster_port << "\"\n  routes: [\n";
+    for (int route : options.route_ports) {
+      conf << "    \"nats-route://127.0.0.1:" << route << "\"\n";
+    }
+    conf << "  ]\n}\n";
+  }
+  conf << "include \"users.conf\"\n";
+  WriteFile(server->main_config(), conf.str());
+
+  server->Launch();
+  return server;
+}
+
+void NatsServer::Launch() {
+  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+  const std::string config = main_config();
+  const std::string log = log_file();
+  std::vector<char*> argv = {const_cast<char*>(kServerBinary), const_cast<char*>("-c"),
+                             const_cast<char*>(config.c_str()), nullptr};
+  pid_t child = fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    // Early errors (a bad configuration) go to stderr, before log_file takes over.
+    int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (out >= 0) {
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+    }
+    // Never inherit the test's sockets: a client socket held open by the server would hide
+    // disconnects from the peer.
+    close_range(3, ~0U, 0);
+    execv(kServerBinary, argv.data());
+    _exit(127);
+  }
+  pid_ = child;
+
+  bool exited = false;
+  const bool ready = WaitFor(
+      [&] {
+        if (Reaped(pid_)) {
+          exited = true;
+          return true;
+        }
+        if (!PortAccepts(port_)) return false;
+        if (!options_.wait_healthy) return true;
+        auto health = observers::HttpGet(monitor_url() + "/healthz", std::chrono::seconds(2));
+        return health.ok() && health->status == 200;
+      },
+      kStartDeadline);
+  if (exited || !ready) {
+    if (!exited) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+    throw std::runtime_error(std::string("nats-server ") +
+                             (exited ? "exited during start" : "did not become ready") + " (dir " +
+                             dir_ + "); log tail:\n" + Tail(log));
+  }
+}
+
+NatsServer::~NatsServer() {
+  Stop();
+  // Destroyed while a failing assertion unwinds: keep the folder for a post-mortem.
+  if (std::uncaught_exceptions() == 0) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+void NatsServer::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  if (!WaitFor([&] { return Reaped(pid_); }, kStopDeadline)) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = -1;
+}
+
+void NatsServer::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void NatsServer::Restart() {
+  Stop();
+  Launch();
+}
+
+void NatsServer::WipeStore() {
+  if (running()) throw std::logic_error("WipeStore needs a stopped server");
+  std::filesystem::remove_all(store_dir());
+}
+
+bool NatsServer::running() const {
+  if (pid_ <= 0) return false;
+  // WNOWAIT: look without reaping, so Stop() still owns the PID.
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    return false;
+  }
+  return info.si_pid == 0;
+}
+
+pid_t NatsServer::pid() const {
+  return pid_;
+}
+int NatsServer::port() const {
+  return port_;
+}
+int NatsServer::monitor_port() const {
+  return monitor_port_;
+}
+std::string NatsServer::url() const {
+  return "nats://127.0.0.1:" + std::to_string(port_);
+}
+std::string NatsServer::monitor_url() const {
+  return "http://127.0.0.1:" + std::to_string(monitor_port_);
+}
+std::string NatsServer::dir() const {
+  return dir_;
+}
+std::string NatsServer::users_file() const {
+  return dir_ + "/users.conf";
+}
+std::string NatsServer::pid_file() const {
+  return dir_ + "/nats.pid";
+}
+std::string NatsServer::store_dir() const {
+  return dir_ + "/jetstream";
+}
+std::string NatsServer::log_file() const {
+  return dir_ + "/nats.log";
+}
+std::string NatsServer::main_config() const {
+  return dir_ + "/nats.conf";
+}
+
+}  // namespace mesh::testing
