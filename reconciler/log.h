@@ -24,6 +24,9 @@ using LogField = std::pair<std::string_view, std::string>;
 void Log(LogLevel level, uint64_t pass_id, std::string_view message,
          std::initializer_list<LogField> fields = {});
 
+// Unix milliseconds -> "2026-11-29T10:55:30.123Z" (UTC, RFC 3339; pure).
+std::string FormatRfc3339Millis(int64_t unix_ms);
+
 // The formatting alone (pure, for tests): `now` as RFC 3339.
 std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now,
                           uint64_t pass_id, std::string_view message,

@@ -1,0 +1,280 @@
+// The daemon's figures, measured on the real binary against a real nats-server:
+//   1. deletion-to-recreation latency of a stream (the example mesh; 50 deletions; goal: median
+//      under 50 ms), advisory-driven with --interval 1h;
+//   2. resident memory (VmRSS, and the peak VmHWM) of the daemon with the Large mesh (goal:
+//      under 40 MiB);
+//   3. GET /metrics under 50 concurrent clients (wrk) while passes run back to back (Large mesh).
+// A plain main() printing a table. Usage: daemon_bench [deletions] [wrk seconds]
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/support/mesh_gen.h"
+#include "model/desired.h"
+#include "model/records.h"
+#include "model/users_file.h"
+#include "observers/bus.h"
+#include "reconciler/pass.h"
+#include "tests/reconciler/daemon_support.h"
+#include "tests/support/nats_server.h"
+
+namespace {
+
+using mesh::reconciler::test::CliResult;
+using mesh::reconciler::test::DaemonProcess;
+using mesh::reconciler::test::RunCli;
+using mesh::testing::WaitFor;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kUser[] = "mesh-reconciler";
+constexpr char kPassword[] = "bench-only-reconciler-password";
+constexpr char kToken[] = "bench-only-admin-token";
+constexpr int kCost = 4;
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "daemon_bench: %s\n", why.c_str());
+  std::exit(1);
+}
+
+// The users file the reconciler itself would render for `records_json`: the server starts
+// with it, so the reconciler connects as itself.
+std::string RenderUsers(const std::string& records_json) {
+  mesh::model::ParseOptions options;
+  options.reconciler_user = kUser;
+  mesh::model::ParseOutcome parsed = mesh::model::ParseRecords(records_json, options);
+  if (!parsed.ok()) Die("records invalid: " + parsed.errors.front().ToString());
+  mesh::model::ReconcilerIdentity identity;
+  identity.user = mesh::UserName(kUser);
+  identity.credential = {mesh::model::Credential::Kind::kPlain, kPassword};
+  const mesh::model::DesiredState desired = mesh::model::Derive(parsed.records, identity);
+  mesh::model::BcryptHasher hasher(kPassword, kCost);
+  auto hashes = hasher.HashAll(desired);
+  if (!hashes.ok()) Die(hashes.status().ToString());
+  auto rendered = mesh::model::RenderUsersFile(desired, *hashes);
+  if (!rendered.ok()) Die(rendered.status().ToString());
+  return rendered->bytes;
+}
+
+// A nats-server set up for `records_json`, the daemon running against it, and an admin
+// connection (as the reconciler's user) to delete streams with.
+struct Bench {
+  std::string dir;
+  std::string records_path;
+  std::string token_path;
+  std::unique_ptr<mesh::testing::NatsServer> server;
+  std::unique_ptr<DaemonProcess> daemon;
+  std::unique_ptr<mesh::observers::BusConnection> bus;
+
+  explicit Bench(const std::string& records_json) {
+    dir = mesh::testing::MakeTempDir("mesh-bench");
+    records_path = dir + "/records.json";
+    token_path = dir + "/admin.token";
+    mesh::testing::WriteFile(records_path, records_json);
+    mesh::testing::WriteFile(token_path, kToken);
+    mesh::testing::NatsServerOptions options;
+    options.users_conf = RenderUsers(records_json);
+    server = mesh::testing::NatsServer::Start(options);
+    daemon = DaemonProcess::Start({"--records",     records_path,
+                                   "--bus",         server->url(),
+                                   "--user",        kUser,
+                                   "--users-file",  server->users_file(),
+                                   "--pid-file",    server->pid_file(),
+                                   "--monitor",     server->monitor_url(),
+                                   "--bcrypt-cost", std::to_string(kCost),
+                                   "--token-file",  token_path,
+                                   "--interval",    "1h",
+                                   "--log-level",   "warn"},
+                                  {std::string("MESH_RECONCILER_PASSWORD=") + kPassword});
+    mesh::observers::BusSettings settings;
+    settings.urls = {server->url()};
+    settings.user = kUser;
+    settings.password = kPassword;
+    auto connected = mesh::observers::BusConnection::Connect(settings);
+    if (!connected.ok()) Die(connected.status().ToString());
+    bus = std::move(*connected);
+  }
+  ~Bench() {
+    daemon->Terminate(std::chrono::seconds(10));
+    bus.reset();
+    server.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  // Forced passes until one converges.
+  void Converge() {
+    const bool ok = WaitFor(
+        [&] {
+          auto reply = daemon->Post("/reconcile", kToken);
+          if (!reply.ok() || reply->status != 200) return false;
+          auto report = mesh::reconciler::ReportFromJson(reply->body);
+          return report.ok() && report->converged();
+        },
+        std::chrono::minutes(10));
+    if (!ok) Die("the daemon did not converge; log:\n" + daemon->log());
+  }
+  bool StreamExists(const std::string& name) {
+    auto reply = bus->Request({"$JS.API.STREAM.INFO." + name, ""});
+    return reply.status.ok() && reply.payload.find("\"error\"") == std::string::npos;
+  }
+};
+
+double Percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(
+      values.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(values.size())));
+  return values[index];
+}
+
+// kB from a "/proc/<pid>/status" line such as "VmRSS:     12345 kB".
+double StatusKiB(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0)
+      return std::strtod(line.c_str() + field.size() + 1, nullptr);
+  }
+  return -1;
+}
+
+void Row(const std::string& what, const std::string& value, const std::string& goal) {
+  std::printf("| %-48s | %14s | %-12s |\n", what.c_str(), value.c_str(), goal.c_str());
+}
+
+std::string Fixed(double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+  return buf;
+}
+
+// The wrk figure as printed, e.g. "99%    3.21ms" -> milliseconds.
+double WrkMillis(const std::string& output, const std::string& label) {
+  std::smatch match;
+  const std::regex line(label + R"(\s+([0-9.]+)(us|ms|s)\b)");
+  if (!std::regex_search(output, match, line)) return -1;
+  double value = std::stod(match[1].str());
+  if (match[2] == "us") value /= 1000;
+  if (match[2] == "s") value *= 1000;
+  return value;
+}
+
+long WrkCount(const std::string& output, const std::string& pattern) {
+  std::smatch match;
+  if (!std::regex_search(output, match, std::regex(pattern))) return 0;
+  return std::stol(match[1].str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int deletions = argc > 1 ? std::atoi(argv[1]) : 50;
+  const int wrk_seconds = argc > 2 ? std::atoi(argv[2]) : 10;
+  std::printf("| %-48s | %14s | %-12s |\n", "measure", "value", "goal");
+  std::printf("|%s|%s|%s|\n", std::string(50, '-').c_str(), std::string(16, '-').c_str(),
+              std::string(14, '-').c_str());
+
+  // 1. Deletion to recreation, the example mesh.
+  {
+    Bench bench(mesh::testing::ReadFile(std::string(MESH_SOURCE_DIR) + "/examples/records.json"));
+    bench.Converge();
+    std::vector<double> millis;
+    for (int i = 0; i < deletions; ++i) {
+      const std::string stream = i % 2 == 0 ? "SEAT_ledger" : "EVENTS";
+      auto reply = bench.bus->Request({"$JS.API.STREAM.DELETE." + stream, ""});
+      if (!reply.status.ok() || reply.payload.find("\"success\":true") == std::string::npos) {
+        Die("delete " + stream + ": " + reply.payload);
+      }
+      const auto deleted = Clock::now();
+      if (!WaitFor([&] { return bench.StreamExists(stream); }, std::chrono::seconds(30))) {
+        Die(stream + " was not recreated; log:\n" + bench.daemon->log());
+      }
+      millis.push_back(std::chrono::duration<double, std::milli>(Clock::now() - deleted).count());
+      bench.Converge();  // consumers back too, before the next deletion
+    }
+    Row("deletion -> recreation, median (" + std::to_string(deletions) + " deletions)",
+        Fixed(Percentile(millis, 50), "ms"), "< 50 ms");
+    Row("deletion -> recreation, p99", Fixed(Percentile(millis, 99), "ms"), "");
+    Row("deletion -> recreation, max", Fixed(*std::max_element(millis.begin(), millis.end()), "ms"),
+        "");
+    Row("daemon VmRSS, example mesh", Fixed(StatusKiB(bench.daemon->pid(), "VmRSS") / 1024, "MiB"),
+        "");
+  }
+
+  // 2 and 3. The Large mesh.
+  {
+    const mesh::testing::MeshSize size = mesh::testing::MeshSize::Large();
+    const auto start = Clock::now();
+    Bench bench(mesh::testing::ToJson(mesh::testing::GenerateMesh(size)));
+    bench.Converge();
+    Row("Large mesh: start to converged",
+        Fixed(std::chrono::duration<double>(Clock::now() - start).count(), "s"), "");
+    // A converged pass, timed by the daemon's own report.
+    const auto pass_start = Clock::now();
+    auto reply = bench.daemon->Post("/reconcile", kToken);
+    if (!reply.ok() || reply->status != 200) Die("forced pass failed");
+    Row("Large mesh: one converged forced pass",
+        Fixed(std::chrono::duration<double, std::milli>(Clock::now() - pass_start).count(), "ms"),
+        "");
+    const pid_t pid = bench.daemon->pid();
+    Row("daemon VmRSS, Large mesh, converged", Fixed(StatusKiB(pid, "VmRSS") / 1024, "MiB"),
+        "< 40 MiB");
+    Row("daemon VmHWM (peak RSS), Large mesh", Fixed(StatusKiB(pid, "VmHWM") / 1024, "MiB"), "");
+
+    // wrk on /metrics while a client forces passes back to back.
+    std::atomic<bool> stop{false};
+    std::atomic<int> passes{0};
+    std::thread forcer([&] {
+      while (!stop) {
+        auto r = bench.daemon->Post("/reconcile", kToken);
+        if (r.ok() && r->status == 200) ++passes;
+      }
+    });
+    CliResult wrk;
+    {
+      const std::string dir = mesh::testing::MakeTempDir("mesh-wrk");
+      const std::string out = dir + "/wrk.txt";
+      const pid_t child = mesh::reconciler::test::SpawnWithLog(
+          "/usr/bin/wrk",
+          {"-t2", "-c50", "-d" + std::to_string(wrk_seconds) + "s", "--latency",
+           bench.daemon->url() + "/metrics"},
+          {}, out);
+      auto code = mesh::reconciler::test::WaitExit(child, std::chrono::seconds(wrk_seconds + 60));
+      if (!code) {
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+      }
+      wrk = {code.value_or(-1), mesh::testing::ReadFile(out)};
+      std::filesystem::remove_all(dir);
+    }
+    stop = true;
+    forcer.join();
+    if (wrk.exit_code != 0) Die("wrk failed:\n" + wrk.output);
+    const long requests = WrkCount(wrk.output, R"(([0-9]+) requests in)");
+    const long non2xx = WrkCount(wrk.output, R"(Non-2xx or 3xx responses: ([0-9]+))");
+    std::smatch errors_match;
+    long socket_errors = 0;
+    if (std::regex_search(
+            wrk.output, errors_match,
+            std::regex(
+                R"(Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+))"))) {
+      for (int i = 1; i <= 4; ++i) socket_errors += std::stol(errors_match[i].str());
+    }
+    Row("/metrics, 50 clients: requests in " + std::to_string(wrk_seconds) + " s",
+        std::to_string(requests), "");
+    Row("/metrics, 50 clients: p50", Fixed(WrkMillis(wrk.output, "50%"), "ms"), "");
+    Row("/metrics, 50 clients: p99", Fixed(WrkMillis(wrk.output, "99%"), "ms"), "");
+    Row("/metrics, 50 clients: errors (socket + non-2xx)", std::to_string(socket_errors + non2xx),
+        "0");
+    Row("forced passes completed meanwhile", std::to_string(passes.load()), "");
+    Row("daemon VmRSS after the load", Fixed(StatusKiB(pid, "VmRSS") / 1024, "MiB"), "< 40 MiB");
+  }
+  return 0;
+}

@@ -1,0 +1,325 @@
+// `run` (the daemon) and the on-call commands that talk to a running daemon: `reconcile
+// --remote`, `hold`, `release`.
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "observers/monitor.h"
+#include "reconciler/admin_token.h"
+#include "reconciler/commands.h"
+#include "reconciler/http_handler.h"
+#include "reconciler/http_server.h"
+#include "reconciler/log.h"
+#include "reconciler/loop.h"
+#include "reconciler/metrics.h"
+#include "reconciler/watch.h"
+
+namespace mesh::reconciler {
+namespace {
+
+// SIGTERM: the pass in flight may finish within this; otherwise it is abandoned.
+constexpr auto kShutdownGrace = std::chrono::seconds(3);
+// POST /reconcile waits this long for its pass; the CLI waits a little longer for the answer.
+constexpr auto kForcedPassTimeout = std::chrono::seconds(60);
+constexpr auto kRemoteTimeout = kForcedPassTimeout + std::chrono::seconds(15);
+constexpr auto kRemoteShortTimeout = std::chrono::seconds(10);
+
+// The daemon's state as the HTTP handler sees it.
+class DaemonHttpState : public HttpState {
+ public:
+  DaemonHttpState(Loop& loop, Metrics& metrics, AdminToken& token)
+      : loop_(loop), metrics_(metrics), token_(token) {}
+  std::string MetricsText() const override { return metrics_.Serialize(); }
+  Health health() const override { return loop_.health(); }
+  Readiness readiness() const override { return loop_.readiness(); }
+  std::shared_ptr<const std::string> LastReportJson() const override {
+    return loop_.last_report_json();
+  }
+  std::optional<std::string> TokenDigest() const override { return token_.digest(); }
+  Result<std::string> ForcePass() const override {
+    Result<PassReport> report = loop_.RequestPass(kForcedPassTimeout);
+    if (!report.ok()) return report.status();
+    return ReportToJson(*report);
+  }
+  Result<HoldState> Hold(std::chrono::milliseconds duration) const override {
+    return loop_.Hold(duration);
+  }
+  bool Release() const override { return loop_.Release(); }
+
+ private:
+  Loop& loop_;
+  Metrics& metrics_;
+  AdminToken& token_;
+};
+
+int Fail(const char* command, const std::string& message) {
+  std::fprintf(stderr, "mesh-reconciler %s: %s\n", command, message.c_str());
+  return kExitError;
+}
+
+int Usage(const char* command, const std::string& message) {
+  std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command,
+               message.c_str(), command);
+  return kExitUsage;
+}
+
+// Blocks SIGTERM and SIGINT in this thread and in every thread started after it (they inherit
+// the mask), so that only sigwait below receives them.
+sigset_t BlockShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// POST <remote><path> with the bearer token of --token-file.
+Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std::string& path,
+                                             std::chrono::milliseconds timeout) {
+  if (settings.remote.empty()) {
+    return Status(Errc::kInvalidArgument, "--remote URL is required (e.g. http://127.0.0.1:9464)");
+  }
+  if (settings.token_file.empty()) {
+    return Status(Errc::kInvalidArgument, "--token-file FILE is required");
+  }
+  Result<std::string> token = ReadTokenFile(settings.token_file);
+  if (!token.ok()) return token.status();
+  std::string base = settings.remote;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  observers::HttpCall call;
+  call.method = "POST";
+  call.url = base + path;
+  call.headers = {{"Authorization", "Bearer " + *token}};
+  return observers::HttpSend(call, timeout);
+}
+
+// The daemon's {"error": "..."} message, or the status line.
+std::string RemoteError(const observers::HttpResponse& response) {
+  rapidjson::Document doc;
+  doc.Parse(response.body.data(), response.body.size());
+  std::string detail;
+  if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") && doc["error"].IsString()) {
+    detail = doc["error"].GetString();
+  } else {
+    detail = response.body;
+    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
+  }
+  return "the daemon answered HTTP " + std::to_string(response.status) +
+         (detail.empty() ? "" : ": " + detail);
+}
+
+bool IsUsageError(const Status& status) {
+  return status.code() == Errc::kInvalidArgument;
+}
+
+// The daemon's help, assembled at compile time (main.cc's command table reads it statically).
+constexpr auto kRunHelpText = JoinText(
+    R"(Usage: mesh-reconciler run --records FILE --bus URL [flags]
+
+The daemon: one reconcile thread runs a pass at start, then every --interval (jittered by
+10%), and at once when a stream or consumer changes on the bus (JetStream advisories), on a
+reconnect, or when the records file, the users file or the token file changes on disk. Wake-ups
+during a pass are coalesced into one following pass. A failed pass is retried with backoff
+(1 s doubling up to 60 s, never more than the interval). The bus being unreachable is not fatal:
+the endpoints are served and the reconciler keeps trying. Invalid records: the last valid ones
+stay in force, mesh_records_valid is 0 and /readyz says why.
+
+HTTP endpoints (--listen):
+  GET  /metrics          Prometheus metrics
+  GET  /healthz          200 while the reconcile loop is alive
+  GET  /readyz           200 when the records are valid, the bus is reachable and the last pass
+                         finished; 503 and the reason otherwise
+  GET  /drift            the last pass's report (JSON)
+  POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
+  POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
+  POST /release          end a hold
+Every POST needs "Authorization: Bearer <token>" with the token of --token-file. Without
+--token-file every POST is refused (403) and only the read-only endpoints are served; listening
+on an address other than loopback without --token-file is refused at start. A token file that
+becomes unreadable or empty turns the POSTs off (403) until it is fixed.
+
+SIGTERM or SIGINT: the pass in flight may finish (for up to 3 s, else it is abandoned), then the
+connection is closed and the daemon exits 0.
+
+)",
+    kPassSettingsHelpText,
+    R"(
+Daemon flags:
+  --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
+  --token-file FILE       the admin token for POSTs (re-read when the file changes)
+  --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
+  --log-level LEVEL       debug, info (default), warn or error
+  --log-format FORMAT     logfmt (default) or json; one line per event on stderr
+
+Exit codes: 0 stopped by a signal, 1 could not start, 64 usage error.
+)");
+
+}  // namespace
+
+const char* const kRunHelp = kRunHelpText.data();
+
+const char* const kHoldHelp =
+    R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--for 30m]
+
+Asks a running daemon to observe only (report drift, repair nothing) for a while; the hold ends
+on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`.
+
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464
+  --token-file FILE       the daemon's admin token
+  --for DURATION          how long (e.g. 30m, 2h)
+
+Exit codes: 0 held, 1 error (unreachable daemon, refused token), 64 usage error.
+)";
+
+const char* const kReleaseHelp = R"(Usage: mesh-reconciler release --remote URL --token-file FILE
+
+Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile.
+
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464
+  --token-file FILE       the daemon's admin token
+
+Exit codes: 0 released (or was not held), 1 error, 64 usage error.
+)";
+
+int RunDaemon(Settings& settings) {
+  constexpr const char* kCommand = "run";
+  if (Status secrets = LoadSecrets(settings, [](const char* n) { return std::getenv(n); });
+      !secrets.ok()) {
+    return Fail(kCommand, secrets.message());
+  }
+  if (settings.records_path.empty()) return Usage(kCommand, "--records FILE is required");
+  if (!settings.tls_cert_file.empty() || !settings.tls_key_file.empty()) {
+    return Usage(kCommand, "--tls-cert/--tls-key: TLS on the HTTP listener is not supported yet");
+  }
+  Result<ListenAddress> listen = ParseListenAddress(settings.listen);
+  if (!listen.ok()) return Usage(kCommand, listen.status().message());
+  AdminToken token(settings.token_file);
+  if (token.enabled()) {
+    if (Status loaded = token.Reload(); !loaded.ok()) return Fail(kCommand, loaded.message());
+  }
+  if (!listen->loopback && !token.enabled()) {
+    return Fail(kCommand, "refusing to listen on " + settings.listen +
+                              " (not loopback) without --token-file");
+  }
+
+  const sigset_t shutdown_signals = BlockShutdownSignals();
+  Metrics metrics(MESH_RECONCILER_VERSION);
+  LoopOptions options;
+  options.interval = settings.interval;
+  Loop loop(options, &metrics);
+  DaemonHttpState state(loop, metrics, token);
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state);
+  if (!server.ok()) return Fail(kCommand, server.status().message());
+  Log(LogLevel::kInfo, 0, "serving HTTP",
+      {{"address", listen->host},
+       {"port", std::to_string((*server)->port())},
+       {"admin", token.enabled() ? "token" : "disabled"},
+       {"interval_ms", std::to_string(settings.interval.count())},
+       {"version", MESH_RECONCILER_VERSION}});
+
+  ReconcilerRunner runner(settings, loop.MakeEventSink());
+  std::vector<FileWatch> watches = {
+      {settings.records_path, [&loop] { loop.Wake(Trigger::kRecordsChanged); }},
+      {settings.users_file, [&loop] { loop.Wake(Trigger::kUsersFileChanged); }},
+      {settings.token_file, [&token] {
+         if (Status reloaded = token.Reload(); reloaded.ok()) {
+           Log(LogLevel::kInfo, 0, "admin token reloaded");
+         } else {
+           Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
+               {{"error", reloaded.message()}});
+         }
+       }}};
+  Result<std::unique_ptr<FileWatcher>> watcher = FileWatcher::Start(std::move(watches));
+  if (!watcher.ok()) {
+    Log(LogLevel::kWarn, 0, "file changes will wait for the next periodic pass",
+        {{"error", watcher.status().message()}});
+  }
+  loop.Start(runner);
+
+  int signal_number = 0;
+  sigwait(&shutdown_signals, &signal_number);
+  Log(LogLevel::kInfo, 0, "shutting down", {{"signal", signal_number == SIGINT ? "INT" : "TERM"}});
+  if (watcher.ok()) watcher->reset();
+  if (!loop.Stop(kShutdownGrace)) {
+    // The pass in flight is abandoned: the reconcile thread still uses the runner, so it is
+    // not destroyed; the process exits and the kernel closes the connection.
+    Log(LogLevel::kWarn, loop.passes_started(), "abandoning the pass in flight");
+    (*server)->Stop();
+    std::fflush(nullptr);
+    _exit(kExitOk);
+  }
+  (*server)->Stop();
+  Log(LogLevel::kInfo, 0, "stopped");
+  return kExitOk;  // the runner (and its bus connection) is closed on the way out
+}
+
+int RunRemoteReconcile(Settings& settings) {
+  constexpr const char* kCommand = "reconcile";
+  Result<observers::HttpResponse> response = PostToDaemon(settings, "/reconcile", kRemoteTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
+                                           : Fail(kCommand, response.status().message());
+  }
+  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
+  Result<PassReport> report = ReportFromJson(response->body);
+  if (!report.ok()) {
+    return Fail(kCommand, "unreadable report from the daemon: " + report.status().message());
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(response->body.c_str(), stdout);
+  } else {
+    std::fputs(FormatReportTable(*report).c_str(), stdout);
+  }
+  if (!report->status.ok() || report->any_action_failed()) return kExitError;
+  return report->converged() ? kExitOk : kExitDrift;
+}
+
+int RunHold(Settings& settings) {
+  constexpr const char* kCommand = "hold";
+  if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
+    return Usage(kCommand, "--for: more than 0 and at most 24h");
+  }
+  Result<observers::HttpResponse> response =
+      PostToDaemon(settings, "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms",
+                   kRemoteShortTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
+                                           : Fail(kCommand, response.status().message());
+  }
+  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
+  rapidjson::Document doc;
+  doc.Parse(response->body.data(), response->body.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("until") ||
+      !doc["until"].IsString()) {
+    return Fail(kCommand, "unreadable answer from the daemon");
+  }
+  std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
+              doc["until"].GetString());
+  return kExitOk;
+}
+
+int RunRelease(Settings& settings) {
+  constexpr const char* kCommand = "release";
+  Result<observers::HttpResponse> response =
+      PostToDaemon(settings, "/release", kRemoteShortTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
+                                           : Fail(kCommand, response.status().message());
+  }
+  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
+  rapidjson::Document doc;
+  doc.Parse(response->body.data(), response->body.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("was_held") ||
+      !doc["was_held"].IsBool()) {
+    return Fail(kCommand, "unreadable answer from the daemon");
+  }
+  std::puts(doc["was_held"].GetBool() ? "released: passes repair again (a pass runs now)"
+                                      : "was not held");
+  return kExitOk;
+}
+
+}  // namespace mesh::reconciler

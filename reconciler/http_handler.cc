@@ -1,0 +1,228 @@
+#include "reconciler/http_handler.h"
+
+#include <openssl/crypto.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cctype>
+#include <map>
+#include <string_view>
+
+#include "model/digest.h"
+#include "reconciler/log.h"
+#include "reconciler/settings.h"
+
+namespace mesh::reconciler {
+namespace {
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
+
+enum class Access { kOpen, kToken };
+
+struct Route {
+  const char* path;
+  const char* method;
+  Access access;
+};
+
+constexpr Route kRoutes[] = {
+    {"/metrics", "GET", Access::kOpen},     {"/healthz", "GET", Access::kOpen},
+    {"/readyz", "GET", Access::kOpen},      {"/drift", "GET", Access::kOpen},
+    {"/reconcile", "POST", Access::kToken}, {"/hold", "POST", Access::kToken},
+    {"/release", "POST", Access::kToken},
+};
+
+HttpReply Text(int status, std::string body) {
+  HttpReply reply;
+  reply.status = status;
+  reply.body = std::move(body);
+  if (reply.body.empty() || reply.body.back() != '\n') reply.body += '\n';
+  return reply;
+}
+
+HttpReply Json(int status, std::string body) {
+  HttpReply reply;
+  reply.status = status;
+  reply.content_type = kJson;
+  reply.body = std::move(body);
+  return reply;
+}
+
+// {"error": message}
+HttpReply JsonError(int status, const std::string& message) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("error");
+  writer.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+  writer.EndObject();
+  return Json(status, std::string(buffer.GetString(), buffer.GetSize()) + "\n");
+}
+
+int StatusForError(const Status& status) {
+  switch (status.code()) {
+    case Errc::kTimeout:
+      return 504;
+    case Errc::kUnavailable:
+      return 503;
+    case Errc::kInvalidArgument:
+      return 400;
+    default:
+      return 500;
+  }
+}
+
+// "a=1&b=2" -> {a:1, b:2}; nullopt on a repeated key or a key without '='.
+std::optional<std::map<std::string, std::string>> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> params;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    if (!params.emplace(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1))).second) {
+      return std::nullopt;
+    }
+  }
+  return params;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The token of "Bearer <token>"; empty when the header has another form.
+std::string_view BearerToken(std::string_view header) {
+  constexpr std::string_view kScheme = "Bearer";
+  if (header.size() <= kScheme.size() ||
+      !EqualsIgnoreCase(header.substr(0, kScheme.size()), kScheme) ||
+      header[kScheme.size()] != ' ') {
+    return {};
+  }
+  std::string_view token = header.substr(kScheme.size() + 1);
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  return token;
+}
+
+bool TokenMatches(std::string_view presented, const std::string& expected_digest) {
+  const std::string digest = model::Sha256(presented);
+  return digest.size() == expected_digest.size() &&
+         CRYPTO_memcmp(digest.data(), expected_digest.data(), digest.size()) == 0;
+}
+
+HttpReply Unauthorized() {
+  HttpReply reply = Text(401, "unauthorized");
+  reply.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"mesh-reconciler\"");
+  return reply;
+}
+
+HttpReply HoldReply(const HoldState& hold) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("held");
+  writer.Bool(hold.held);
+  writer.Key("until");
+  writer.String(FormatRfc3339Millis(hold.until_unix_ms).c_str());
+  writer.Key("until_unix_ms");
+  writer.Int64(hold.until_unix_ms);
+  writer.EndObject();
+  return Json(200, std::string(buffer.GetString(), buffer.GetSize()) + "\n");
+}
+
+HttpReply HandleHold(const HttpState& state, std::string_view query) {
+  auto params = ParseQuery(query);
+  if (!params) return JsonError(400, "malformed query; expected ?for=DURATION");
+  auto it = params->find("for");
+  if (it == params->end() || params->size() != 1) {
+    return JsonError(400, "expected exactly one parameter: ?for=DURATION (e.g. 30m)");
+  }
+  auto duration = ParseDuration(it->second);
+  if (!duration.ok()) return JsonError(400, "for: " + duration.status().message());
+  if (duration->count() <= 0 || *duration > kMaxHold) {
+    return JsonError(400, "for: a hold lasts more than 0 and at most 24h");
+  }
+  auto hold = state.Hold(*duration);
+  if (!hold.ok()) return JsonError(StatusForError(hold.status()), hold.status().message());
+  return HoldReply(*hold);
+}
+
+HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_view query) {
+  if (path == "/metrics") {
+    HttpReply reply;
+    reply.content_type = kMetricsType;
+    reply.body = state.MetricsText();
+    return reply;
+  }
+  if (path == "/healthz") {
+    const Health health = state.health();
+    return health.alive ? Text(200, "ok") : Text(503, health.reason);
+  }
+  if (path == "/readyz") {
+    const Readiness readiness = state.readiness();
+    return readiness.ready ? Text(200, "ready") : Text(503, readiness.reason);
+  }
+  if (path == "/drift") {
+    auto json = state.LastReportJson();
+    if (!json) return JsonError(503, "no pass has finished yet");
+    return Json(200, *json);
+  }
+  if (path == "/reconcile") {
+    if (!query.empty()) return JsonError(400, "/reconcile takes no parameters");
+    auto report = state.ForcePass();
+    if (!report.ok()) return JsonError(StatusForError(report.status()), report.status().message());
+    return Json(200, std::move(*report));
+  }
+  if (path == "/hold") return HandleHold(state, query);
+  // "/release"
+  if (!query.empty()) return JsonError(400, "/release takes no parameters");
+  const bool was_held = state.Release();
+  return Json(200,
+              std::string("{\"held\":false,\"was_held\":") + (was_held ? "true" : "false") + "}\n");
+}
+
+}  // namespace
+
+HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
+  if (request.target.empty() || request.target.front() != '/') {
+    return Text(400, "bad request target");
+  }
+  const std::string_view target = request.target;
+  const size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+
+  const Route* route = nullptr;
+  for (const Route& candidate : kRoutes) {
+    if (path == candidate.path) route = &candidate;
+  }
+  if (route == nullptr) return Text(404, "not found");
+  if (request.method != route->method) {
+    HttpReply reply = Text(405, "method not allowed");
+    reply.headers.emplace_back("Allow", route->method);
+    return reply;
+  }
+  if (route->access == Access::kToken) {
+    const std::optional<std::string> expected = state.TokenDigest();
+    if (!expected) {
+      return Text(403, "admin endpoints are disabled: start the daemon with --token-file");
+    }
+    const std::string_view token = BearerToken(request.authorization);
+    if (token.empty() || !TokenMatches(token, *expected)) return Unauthorized();
+  }
+  return Dispatch(state, path, query);
+}
+
+}  // namespace mesh::reconciler

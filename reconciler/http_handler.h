@@ -1,0 +1,73 @@
+// The daemon's HTTP API as a pure function: HandleRequest maps one parsed request to one
+// response, reading the daemon only through the HttpState interface. No socket, no clock, no
+// cnats call: the Beast server (http_server.h) does the I/O and calls this.
+//
+//   GET  /metrics     Prometheus text (version 0.0.4)
+//   GET  /healthz     200 "ok" while the loop beats; 503 + reason otherwise
+//   GET  /readyz      200 "ready" when records valid, bus reachable and the last pass finished
+//                     ok; 503 + reason otherwise
+//   GET  /drift       the last pass's report as JSON (503 before the first pass)
+//   POST /reconcile   runs a pass that starts after the request; 200 + its report (JSON);
+//                     504 when none finished in time, 503 when busy or shutting down
+//   POST /hold?for=D  observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
+//                     {"held":true,"until":"<RFC 3339>","until_unix_ms":N}
+//   POST /release     ends a hold; 200 + {"held":false,"was_held":B}
+//
+// Every POST needs "Authorization: Bearer <token>". When no token is configured every POST is
+// refused with 403 (the read-only endpoints stay open): there is no unauthenticated way to
+// change what the reconciler does, not even on loopback. A missing or wrong token gets 401 with
+// no detail. The token is compared as SHA-256 digests with CRYPTO_memcmp (constant time, equal
+// lengths). Unknown path: 404. Known path, wrong method: 405 with an Allow header. A target that
+// is not an absolute path, or a bad query on a POST: 400.
+//
+// Thread-safety: HandleRequest is reentrant; HttpState implementations must be thread-safe
+// (the server calls them from several I/O threads).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/result.h"
+#include "reconciler/loop.h"
+
+namespace mesh::reconciler {
+
+struct HttpRequest {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // "/hold?for=30m"
+  std::string authorization;  // the Authorization header's value; empty when absent
+  std::string body;
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra: Allow, WWW-Authenticate
+};
+
+// What the handler may read and ask of the daemon. Methods are const: the object is a view,
+// and the requests it forwards (passes, holds) go to the thread-safe loop.
+class HttpState {
+ public:
+  virtual ~HttpState() = default;
+  virtual std::string MetricsText() const = 0;
+  virtual Health health() const = 0;
+  virtual Readiness readiness() const = 0;
+  // Null before the first pass.
+  virtual std::shared_ptr<const std::string> LastReportJson() const = 0;
+  // The SHA-256 digest (32 raw bytes) of the admin token; nullopt when none is configured.
+  virtual std::optional<std::string> TokenDigest() const = 0;
+  // Blocks until a pass that started after the call has finished: that pass's report as JSON.
+  virtual Result<std::string> ForcePass() const = 0;
+  virtual Result<HoldState> Hold(std::chrono::milliseconds duration) const = 0;
+  virtual bool Release() const = 0;  // whether a hold was in force
+};
+
+HttpReply HandleRequest(const HttpState& state, const HttpRequest& request);
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,272 @@
+#include "reconciler/http_server.h"
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cctype>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "reconciler/log.h"
+
+namespace mesh::reconciler {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// After an error reply the connection is closed; what the client is still sending is read and
+// dropped for a moment first, so that the reply is not lost to a TCP reset.
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr size_t kMaxLingerBytes = 1024 * 1024;
+constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
+
+enum class Persist { kKeepAlive, kClose };
+
+struct Shared {
+  Shared(const HttpState& s, HttpServerOptions o) : state(s), options(o) {}
+  const HttpState& state;
+  const HttpServerOptions options;
+  std::atomic<size_t> connections{0};
+};
+
+bool IsParseError(const beast::error_code& ec) {
+  static const auto& category = http::make_error_code(http::error::bad_method).category();
+  return ec.category() == category && ec != http::error::end_of_stream &&
+         ec != http::error::partial_message;
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, std::shared_ptr<Shared> shared)
+      : stream_(std::move(socket)), shared_(std::move(shared)) {
+    ++shared_->connections;
+  }
+  ~Session() { --shared_->connections; }
+
+  void Run() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::Read, shared_from_this()));
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(shared_->options.max_header_bytes));
+    parser_->body_limit(shared_->options.max_body_bytes);
+    stream_.expires_after(shared_->options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnRead(beast::error_code ec, size_t) {
+    if (ec == http::error::body_limit) return Reject(413, "request body too large");
+    if (ec == http::error::header_limit) return Reject(431, "request header too large");
+    if (IsParseError(ec)) return Reject(400, "malformed request");
+    if (ec) return Close();  // end of stream, read timeout, reset
+    const auto& message = parser_->get();
+    HttpRequest request{std::string(message.method_string()), std::string(message.target()),
+                        std::string(message[http::field::authorization]), message.body()};
+    HttpReply reply;
+    try {
+      reply = HandleRequest(shared_->state, request);
+    } catch (const std::exception& e) {
+      // A bug: answer 500 rather than let the exception take the I/O thread (and the process).
+      Log(LogLevel::kError, 0, "HTTP handler threw (a bug)", {{"error", e.what()}});
+      reply = HttpReply{500, "text/plain; charset=utf-8", "internal error\n", {}};
+    }
+    Write(reply, message.version(), message.keep_alive() ? Persist::kKeepAlive : Persist::kClose);
+  }
+
+  void Reject(int status, const char* why) {
+    HttpReply reply;
+    reply.status = status;
+    reply.body = std::string(why) + "\n";
+    Write(reply, 11, Persist::kClose);
+  }
+
+  void Write(const HttpReply& reply, unsigned version, Persist persist) {
+    response_.emplace(static_cast<http::status>(reply.status), version);
+    response_->set(http::field::server, "mesh-reconciler");
+    response_->set(http::field::content_type, reply.content_type);
+    for (const auto& [name, value] : reply.headers) response_->set(name, value);
+    response_->body() = reply.body;
+    response_->keep_alive(persist == Persist::kKeepAlive);
+    response_->prepare_payload();
+    stream_.expires_after(shared_->options.write_timeout);
+    http::async_write(stream_, *response_,
+                      beast::bind_front_handler(&Session::OnWrite, shared_from_this(), persist));
+  }
+
+  void OnWrite(Persist persist, beast::error_code ec, size_t) {
+    if (ec) return Close();
+    if (persist == Persist::kClose) return Linger();
+    Read();
+  }
+
+  void Linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTime);
+    Drain();
+  }
+
+  void Drain() {
+    stream_.async_read_some(net::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->drained_ += n;
+                              if (ec || self->drained_ > kMaxLingerBytes) return self->Close();
+                              self->Drain();
+                            });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<Shared> shared_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::array<char, 4096> drain_{};
+  size_t drained_ = 0;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(const HttpState& state, HttpServerOptions options)
+      : ioc(options.threads),
+        acceptor(ioc),
+        retry_timer(ioc),
+        shared(std::make_shared<Shared>(state, options)) {}
+
+  void Accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      if (ec) {
+        // Out of descriptors, or the like: try again shortly rather than spin.
+        Log(LogLevel::kWarn, 0, "accept failed", {{"error", ec.message()}});
+        retry_timer.expires_after(kAcceptRetryDelay);
+        retry_timer.async_wait([this](beast::error_code wait_ec) {
+          if (!wait_ec) Accept();
+        });
+        return;
+      }
+      if (shared->connections.load() >= shared->options.max_connections) {
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else {
+        std::make_shared<Session>(std::move(socket), shared)->Run();
+      }
+      Accept();
+    });
+  }
+
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  std::shared_ptr<Shared> shared;
+  std::vector<std::thread> threads;
+  int port = 0;
+};
+
+Result<ListenAddress> ParseListenAddress(const std::string& text) {
+  std::string host;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return Status(Errc::kInvalidArgument, "--listen: expected [IPv6]:PORT");
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos)
+      return Status(Errc::kInvalidArgument, "--listen: expected HOST:PORT");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string::npos) {
+      return Status(Errc::kInvalidArgument, "--listen: write an IPv6 address as [ADDRESS]:PORT");
+    }
+  }
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
+      std::stoi(port) > 65535) {
+    return Status(Errc::kInvalidArgument, "--listen: the port must be a number from 0 to 65535");
+  }
+  if (host.empty()) host = "0.0.0.0";
+  if (host == "localhost") host = "127.0.0.1";
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(host, ec);
+  if (ec) {
+    return Status(Errc::kInvalidArgument,
+                  "--listen: \"" + host + "\" is not an IP address (or localhost)");
+  }
+  return ListenAddress{host, std::stoi(port), address.is_loopback()};
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() {
+  Stop();
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& address,
+                                                      const HttpState& state,
+                                                      HttpServerOptions options) {
+  auto impl = std::make_unique<Impl>(state, options);
+  const std::string where = address.host + ":" + std::to_string(address.port);
+  beast::error_code ec;
+  const tcp::endpoint endpoint(net::ip::make_address(address.host, ec),
+                               static_cast<unsigned short>(address.port));
+  if (ec) return Status(Errc::kInvalidArgument, "cannot listen on " + where + ": " + ec.message());
+  auto fail = [&](const char* step) {
+    return Status(Errc::kIo, "cannot listen on " + where + ": " + step + ": " + ec.message());
+  };
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (ec) return fail("open");
+  impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (ec) return fail("reuse_address");
+  impl->acceptor.bind(endpoint, ec);
+  if (ec) return fail("bind");
+  impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen");
+  impl->port = impl->acceptor.local_endpoint().port();
+  impl->Accept();
+  for (int i = 0; i < std::max(1, options.threads); ++i) {
+    impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Stop() {
+  if (!impl_ || impl_->threads.empty()) return;
+  net::post(impl_->ioc, [impl = impl_.get()] {
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->retry_timer.cancel();
+  });
+  impl_->ioc.stop();
+  for (auto& thread : impl_->threads) thread.join();
+  impl_->threads.clear();
+}
+
+int HttpServer::port() const {
+  return impl_->port;
+}
+
+}  // namespace mesh::reconciler

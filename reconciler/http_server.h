@@ -1,0 +1,67 @@
+// The daemon's one HTTP listener (Boost.Beast, asynchronous). It only does I/O: each request
+// is parsed with limits and a deadline, handed to the pure HandleRequest, and the reply written.
+// No cnats call happens here, and nothing a client sends can reach the reconcile loop except
+// through HttpState.
+//
+// Per connection: a read deadline (a slow or silent client is cut off; others are served
+// meanwhile), a header limit and a body limit (413 for a body, 431 for headers over the limit),
+// 400 for a malformed request, then the connection is closed; keep-alive otherwise. At most
+// `max_connections` connections at once; more are closed on accept.
+//
+// Threads: `threads` I/O threads run every connection (each on its own strand). A handler that
+// blocks (POST /reconcile waits for a pass) holds one of them, so `threads` must exceed the
+// loop's max_waiting_requests for the other endpoints to stay served.
+//
+// Ownership: HttpServer owns its io_context, acceptor and threads; it does not own the
+// HttpState, which must outlive Stop. Thread-safety: Start/Stop from one thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "model/result.h"
+#include "reconciler/http_handler.h"
+
+namespace mesh::reconciler {
+
+struct ListenAddress {
+  std::string host;  // an IP literal ("127.0.0.1", "::1", "0.0.0.0"); "localhost" -> 127.0.0.1
+  int port = 0;      // 0: any free port
+  bool loopback = false;
+};
+
+// "127.0.0.1:9464", "[::1]:9464", "localhost:9464", ":9464" (all interfaces).
+Result<ListenAddress> ParseListenAddress(const std::string& text);
+
+struct HttpServerOptions {
+  std::chrono::milliseconds read_timeout{10000};  // the whole request, header and body
+  std::chrono::milliseconds write_timeout{10000};
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 48 * 1024;  // header + body at most 64 KiB
+  size_t max_connections = 256;
+  int threads = 4;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving; the error names the address (bind refused, port in use).
+  static Result<std::unique_ptr<HttpServer>> Start(const ListenAddress& address,
+                                                   const HttpState& state,
+                                                   HttpServerOptions options = {});
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Closes the listener and every connection, and joins the threads. Idempotent.
+  void Stop();
+  int port() const;  // the bound port (useful when started with port 0)
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mesh::reconciler

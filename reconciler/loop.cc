@@ -1,0 +1,418 @@
+#include "reconciler/loop.h"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+
+#include "reconciler/log.h"
+
+namespace mesh::reconciler {
+namespace {
+
+constexpr double kBackoffJitter = 0.2;
+
+uint32_t Bit(Trigger trigger) {
+  return 1u << static_cast<unsigned>(trigger);
+}
+
+// When several wake-ups are served by one pass, the pass carries the first of these.
+constexpr std::array kTriggerPriority = {
+    Trigger::kStart,    Trigger::kForced,    Trigger::kRecordsChanged, Trigger::kUsersFileChanged,
+    Trigger::kAdvisory, Trigger::kReconnect, Trigger::kRetry,          Trigger::kPeriodic,
+};
+
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double UnixSecondsNow() {
+  return static_cast<double>(UnixMillisNow()) / 1000.0;
+}
+
+// The pass, with any exception caught at this boundary: a bug is counted and logged, and the
+// loop carries on.
+struct GuardedPass {
+  PassReport report;
+  bool threw = false;
+};
+
+GuardedPass RunGuarded(PassRunner& runner, Metrics* metrics, uint64_t pass_id, Trigger trigger,
+                       ApplyMode mode) {
+  const auto start = std::chrono::steady_clock::now();
+  auto failed = [&](const std::string& what) {
+    GuardedPass guarded;
+    guarded.threw = true;
+    guarded.report.status = Status(Errc::kInternal, "the pass threw: " + what);
+    guarded.report.duration_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Log(LogLevel::kError, pass_id, "pass threw an exception (a bug); the loop carries on",
+        {{"error", what}});
+    if (metrics != nullptr) metrics->RecordException();
+    return guarded;
+  };
+  try {
+    return {runner.RunPass(pass_id, trigger, mode)};
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  } catch (...) {
+    return failed("unknown exception");
+  }
+}
+
+std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
+  return std::min(options.backoff_cap, options.interval);
+}
+
+}  // namespace
+
+bool IsLifecycleAdvisory(std::string_view subject) {
+  if (subject.empty()) return true;
+  constexpr std::string_view kPrefixes[] = {
+      "$JS.EVENT.ADVISORY.STREAM.CREATED.",   "$JS.EVENT.ADVISORY.STREAM.DELETED.",
+      "$JS.EVENT.ADVISORY.STREAM.UPDATED.",   "$JS.EVENT.ADVISORY.CONSUMER.CREATED.",
+      "$JS.EVENT.ADVISORY.CONSUMER.DELETED.", "$JS.EVENT.ADVISORY.CONSUMER.UPDATED.",
+  };
+  for (std::string_view prefix : kPrefixes) {
+    if (subject.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options) {
+  const int doublings = std::clamp(consecutive_failures - 1, 0, 30);
+  return std::min(options.backoff_initial * (int64_t{1} << doublings), BackoffCap(options));
+}
+
+Loop::Loop(LoopOptions options, Metrics* metrics)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
+
+Loop::~Loop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_all();
+  done_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Loop::Start(PassRunner& runner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  pending_ |= Bit(Trigger::kStart);
+  next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
+  heartbeat_ = now;
+  thread_ = std::thread([this, &runner] { Run(runner); });
+}
+
+bool Loop::Stop(std::chrono::milliseconds grace) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  wake_cv_.notify_all();
+  done_cv_.notify_all();
+  if (!thread_.joinable()) return true;
+  if (!done_cv_.wait_for(lock, grace, [&] { return exited_; })) return false;
+  lock.unlock();
+  thread_.join();
+  return true;
+}
+
+void Loop::Wake(Trigger trigger) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_ |= Bit(trigger);
+  }
+  wake_cv_.notify_all();
+}
+
+void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
+  switch (event) {
+    case observers::BusEvent::kAdvisory:
+      if (IsLifecycleAdvisory(subject)) Wake(Trigger::kAdvisory);
+      return;
+    case observers::BusEvent::kReconnected: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bus_connected_ = true;
+      }
+      if (metrics_ != nullptr) metrics_->SetBusConnected(true);
+      Log(LogLevel::kInfo, 0, "reconnected to the bus");
+      Wake(Trigger::kReconnect);
+      return;
+    }
+    case observers::BusEvent::kDisconnected: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bus_connected_ = false;
+      }
+      if (metrics_ != nullptr) metrics_->SetBusConnected(false);
+      Log(LogLevel::kWarn, 0, "disconnected from the bus");
+      return;
+    }
+  }
+}
+
+observers::EventSink Loop::MakeEventSink() {
+  return
+      [this](observers::BusEvent event, const std::string& subject) { OnBusEvent(event, subject); };
+}
+
+Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) return Status(Errc::kUnavailable, "the reconciler is shutting down");
+  if (waiters_.size() >= options_.max_waiting_requests) {
+    return Status(Errc::kUnavailable, "too many reconcile requests waiting; try again");
+  }
+  auto waiter = std::make_shared<Waiter>();
+  waiter->min_pass_id = started_ + 1;
+  waiters_.push_back(waiter);
+  pending_ |= Bit(Trigger::kForced);
+  wake_cv_.notify_all();
+  const bool served =
+      done_cv_.wait_for(lock, timeout, [&] { return waiter->report.has_value() || stopping_; });
+  std::erase(waiters_, waiter);
+  if (waiter->report) return std::move(*waiter->report);
+  if (!served) {
+    return Status(Errc::kTimeout,
+                  "no pass finished within " + std::to_string(timeout.count() / 1000) + " s");
+  }
+  return Status(Errc::kUnavailable, "the reconciler is shutting down");
+}
+
+Result<HoldState> Loop::Hold(std::chrono::milliseconds duration) {
+  if (duration.count() <= 0 || duration > options_.max_hold) {
+    return Status(Errc::kInvalidArgument, "a hold lasts more than 0 and at most " +
+                                              std::to_string(options_.max_hold.count() / 3600000) +
+                                              "h");
+  }
+  HoldState state;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hold_until_ = Clock::now() + duration;
+    hold_until_unix_ms_ = UnixMillisNow() + duration.count();
+    hold_expiry_pending_ = true;
+    state = {true, hold_until_unix_ms_};
+  }
+  wake_cv_.notify_all();  // the loop's next deadline changed
+  if (metrics_ != nullptr) metrics_->SetHeld(true);
+  Log(LogLevel::kInfo, 0, "held: passes observe only",
+      {{"for_ms", std::to_string(duration.count())},
+       {"until_unix_ms", std::to_string(state.until_unix_ms)}});
+  return state;
+}
+
+bool Loop::Release() {
+  bool was_held = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    was_held = HeldLocked(Clock::now());
+    hold_until_.reset();
+    hold_expiry_pending_ = false;
+    if (was_held) pending_ |= Bit(Trigger::kForced);
+  }
+  wake_cv_.notify_all();
+  if (metrics_ != nullptr) metrics_->SetHeld(false);
+  if (was_held) Log(LogLevel::kInfo, 0, "released: passes apply again");
+  return was_held;
+}
+
+Health Loop::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!thread_.joinable()) return {false, "the reconcile loop has not started"};
+  if (exited_) return {false, "the reconcile loop has stopped"};
+  const auto age = Clock::now() - heartbeat_;
+  if (age > options_.stale_after) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+    return {false, "no loop heartbeat for " + std::to_string(seconds) + " s" +
+                       (running_pass_ ? " (pass " + std::to_string(started_) + " running)" : "")};
+  }
+  return {true, "alive"};
+}
+
+Readiness Loop::readiness() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!last_report_) return {false, "no pass has finished yet"};
+  const PassReport& last = *last_report_;
+  // Records first: with no valid records at all the pass never reaches the bus.
+  if (!last.records_valid) {
+    std::string reason = "records invalid";
+    if (!last.records_errors.empty()) {
+      reason += ": " + last.records_errors.front();
+      if (last.records_errors.size() > 1) {
+        reason += " (and " + std::to_string(last.records_errors.size() - 1) + " more)";
+      }
+    }
+    return {false, reason};
+  }
+  if (!bus_connected_) {
+    return {false,
+            "bus unreachable" + (last.status.ok() ? std::string() : ": " + last.status.ToString())};
+  }
+  if (!last.status.ok()) return {false, "last pass failed: " + last.status.ToString()};
+  return {true, "ready"};
+}
+
+HoldState Loop::hold_state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!HeldLocked(Clock::now())) return {};
+  return {true, hold_until_unix_ms_};
+}
+
+std::shared_ptr<const std::string> Loop::last_report_json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_report_json_;
+}
+
+std::optional<PassReport> Loop::last_report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_report_;
+}
+
+uint64_t Loop::passes_started() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return started_;
+}
+
+size_t Loop::waiting_requests() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiters_.size();
+}
+
+uint64_t Loop::passes_finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
+bool Loop::HeldLocked(Clock::time_point now) const {
+  return hold_until_ && now < *hold_until_;
+}
+
+std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, double jitter) {
+  std::uniform_real_distribution<double> factor(1.0 - jitter, 1.0 + jitter);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(base.count()) * factor(rng_)));
+}
+
+Loop::Clock::time_point Loop::NextDueLocked() const {
+  Clock::time_point due = next_periodic_;
+  if (retry_at_) due = std::min(due, *retry_at_);
+  if (hold_until_ && hold_expiry_pending_) due = std::min(due, *hold_until_);
+  return due;
+}
+
+std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
+  if (hold_until_ && hold_expiry_pending_ && now >= *hold_until_) {
+    // The hold ran out on its own: a pass now repairs what was seen while held.
+    hold_until_.reset();
+    hold_expiry_pending_ = false;
+    pending_ |= Bit(Trigger::kPeriodic);
+    if (metrics_ != nullptr) metrics_->SetHeld(false);
+    Log(LogLevel::kInfo, 0, "hold expired: passes apply again");
+  }
+  const bool retry_due = retry_at_ && now >= *retry_at_;
+  const bool periodic_due = now >= next_periodic_;
+  if (retry_due) pending_ |= Bit(Trigger::kRetry);
+  if (periodic_due) pending_ |= Bit(Trigger::kPeriodic);
+  if (pending_ == 0) return std::nullopt;
+
+  std::optional<Trigger> trigger;
+  for (Trigger candidate : kTriggerPriority) {
+    if ((pending_ & Bit(candidate)) != 0) {
+      trigger = candidate;
+      break;
+    }
+  }
+  if (!trigger) trigger = Trigger::kForced;  // a trigger outside the list (kOnce): serve it
+  // This pass serves every wake-up so far and every timer that is due.
+  pending_ = 0;
+  if (retry_due) retry_at_.reset();
+  if (periodic_due)
+    next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
+  return trigger;
+}
+
+void Loop::Run(PassRunner& runner) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    auto now = Clock::now();
+    heartbeat_ = now;
+    std::optional<Trigger> trigger = TakeDueLocked(now);
+    if (!trigger) {
+      const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
+      wake_cv_.wait_until(lock, until, [&] { return stopping_ || pending_ != 0; });
+      continue;
+    }
+    const uint64_t pass_id = ++started_;
+    const bool held = HeldLocked(now);
+    const ApplyMode mode = held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
+    const bool previous_records_valid = last_report_ && last_report_->records_valid;
+    const std::vector<std::string> previous_records_errors =
+        last_report_ ? last_report_->records_errors : std::vector<std::string>();
+    running_pass_ = true;
+    lock.unlock();
+
+    // The pass logs its own progress and result; this line says why and how it runs.
+    Log(LogLevel::kInfo, pass_id, "pass scheduled",
+        {{"trigger", ToString(*trigger)},
+         {"mode", mode == ApplyMode::kApply ? "apply" : "observe_only"},
+         {"held", held ? "true" : "false"}});
+    auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode);
+    report.pass_id = pass_id;
+    report.trigger = *trigger;
+    report.mode = mode;
+    report.held = held;
+    if (threw) {
+      // The records were not read by this pass: what was known stays known.
+      report.records_valid = previous_records_valid;
+      report.records_errors = previous_records_errors;
+    }
+    bool connected = false;
+    std::optional<int64_t> expiry;
+    try {
+      connected = runner.bus_connected();
+      expiry = runner.bus_certificate_expiry();
+    } catch (...) {
+      Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
+    }
+    auto json = std::make_shared<const std::string>(ReportToJson(report));
+    const PassResult result = PassSucceeded(report);
+    if (metrics_ != nullptr) {
+      metrics_->RecordPass(report, UnixSecondsNow());
+      metrics_->SetBusConnected(connected);
+      metrics_->SetCertificateExpiry(expiry);
+    }
+    lock.lock();
+    running_pass_ = false;
+    bus_connected_ = connected;
+    now = Clock::now();
+    heartbeat_ = now;
+    if (result == PassResult::kSuccess) {
+      consecutive_failures_ = 0;
+      retry_at_.reset();
+    } else {
+      ++consecutive_failures_;
+      const auto delay =
+          std::min(JitteredLocked(BackoffBase(consecutive_failures_, options_), kBackoffJitter),
+                   BackoffCap(options_));
+      retry_at_ = now + delay;
+      Log(LogLevel::kInfo, pass_id, "retrying after a failed pass",
+          {{"in_ms", std::to_string(delay.count())},
+           {"consecutive_failures", std::to_string(consecutive_failures_)}});
+    }
+    finished_ = pass_id;
+    for (const auto& waiter : waiters_) {
+      if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
+    }
+    last_report_ = std::move(report);
+    last_report_json_ = std::move(json);
+    done_cv_.notify_all();
+  }
+  exited_ = true;
+  done_cv_.notify_all();
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,202 @@
+// The runner: one reconcile thread that runs passes, never two at once.
+//
+// Schedule. A pass at start, then every interval (jittered +-10%), and at once when woken
+// (Wake: an advisory, a reconnect, a changed records or users file; RequestPass: on-call).
+// Wake-ups that arrive while a pass runs are coalesced into ONE following pass; none is lost.
+// A failed pass (status not ok, a failed action, or an exception caught here and counted) is
+// retried after a capped exponential backoff with jitter (1 s, 2 s, 4 s, ... at most 60 s and
+// never more than the interval); periodic passes go on meanwhile, and the first success resets
+// the backoff.
+//
+// Hold. While held (until a deadline that expires on its own: this runner reads the clock),
+// passes run with ApplyMode::kObserveOnly. Release, or the deadline, wakes a pass at once so
+// that drift seen during the hold is repaired without waiting for the interval.
+//
+// Forced passes. RequestPass blocks its caller until a pass that STARTED after the request
+// has finished, and returns that pass's report.
+//
+// Ownership: Loop does not own the PassRunner (it must outlive Stop) nor the Metrics.
+// Thread-safety: Wake, OnBusEvent, RequestPass, Hold, Release and the snapshot accessors may
+// be called from any thread; Wake and OnBusEvent never block on a pass (they are what cnats'
+// callbacks and the file watcher call). Start and Stop are called by the owner's thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "model/result.h"
+#include "observers/bus.h"
+#include "reconciler/metrics.h"
+#include "reconciler/pass.h"
+
+namespace mesh::reconciler {
+
+// What the loop needs of a pass: the seam between the scheduler and the Reconciler, so that
+// the loop's concurrency can be tested with a scripted runner. Called on the reconcile thread
+// only.
+class PassRunner {
+ public:
+  virtual ~PassRunner() = default;
+  // May throw only on a bug; the loop catches, counts and carries on.
+  virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) = 0;
+  virtual bool bus_connected() const = 0;
+  virtual std::optional<int64_t> bus_certificate_expiry() const = 0;
+};
+
+// The adapter over the real Reconciler.
+class ReconcilerRunner : public PassRunner {
+ public:
+  ReconcilerRunner(Settings settings, observers::EventSink events)
+      : reconciler_(std::move(settings), std::move(events)) {}
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) override {
+    return reconciler_.RunPass(pass_id, trigger, mode);
+  }
+  bool bus_connected() const override { return reconciler_.bus_connected(); }
+  std::optional<int64_t> bus_certificate_expiry() const override {
+    return reconciler_.bus_certificate_expiry();
+  }
+
+ private:
+  Reconciler reconciler_;
+};
+
+// The longest hold on-call may ask for.
+inline constexpr std::chrono::milliseconds kMaxHold{24 * 3600 * 1000};
+
+struct LoopOptions {
+  std::chrono::milliseconds interval{30000};
+  double interval_jitter = 0.10;  // +-10%
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_cap{60000};  // and never more than `interval`
+  // The loop beats at least this often while idle; /healthz fails when the last beat is older
+  // than `stale_after` (which must cover the longest pass).
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds stale_after{120000};
+  std::chrono::milliseconds max_hold = kMaxHold;
+  // Concurrent RequestPass callers; more are refused. Below HttpServerOptions::threads (4), so
+  // that waiting POSTs never hold every HTTP thread.
+  size_t max_waiting_requests = 2;
+  uint64_t seed = 0;  // jitter seed; 0: from std::random_device
+};
+
+// The delay before the retry that follows `consecutive_failures` (>= 1) failed passes, before
+// jitter: backoff_initial * 2^(n-1), at most min(backoff_cap, interval).
+std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options);
+
+// Whether an advisory subject says that a stream or consumer was created, deleted or updated
+// (or is empty: unknown, so assume it does). Others under $JS.EVENT.ADVISORY.STREAM.> and
+// .CONSUMER.> (MAX_DELIVERIES, MSG_TERMINATED, MSG_NAKED, LEADER_ELECTED, ...) follow message
+// traffic, not configuration: waking a pass for each would turn load into passes.
+bool IsLifecycleAdvisory(std::string_view subject);
+
+struct Health {
+  bool alive = false;
+  std::string reason;  // why not, when not
+};
+
+struct Readiness {
+  bool ready = false;
+  std::string reason;  // why not ("records invalid: modules[0].name: ...") or "ready"
+};
+
+struct HoldState {
+  bool held = false;
+  int64_t until_unix_ms = 0;  // wall clock, for people; expiry itself uses the steady clock
+};
+
+class Loop {
+ public:
+  // `metrics` may be null (tests of the schedule alone).
+  Loop(LoopOptions options, Metrics* metrics);
+  ~Loop();  // Stop(), waiting for the pass in flight however long it takes
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Starts the reconcile thread; the first pass (Trigger::kStart) runs at once.
+  void Start(PassRunner& runner);
+  // Asks the thread to exit after the pass in flight, and waits up to `grace` for it. True when
+  // the thread has exited; false when a pass is still running (the caller may then abandon it
+  // by exiting the process: the runner must not be destroyed while the thread runs).
+  bool Stop(std::chrono::milliseconds grace);
+
+  // Thread-safe, non-blocking.
+  void Wake(Trigger trigger);
+  // kAdvisory wakes a pass only for a lifecycle advisory (IsLifecycleAdvisory); kReconnected
+  // wakes one; kDisconnected marks the bus down.
+  void OnBusEvent(observers::BusEvent event, std::string_view subject);
+  // An EventSink for the Reconciler that forwards to OnBusEvent (only pushes; never blocks).
+  observers::EventSink MakeEventSink();
+
+  // Blocks until a pass that started after this call has finished (its report), or `timeout`
+  // (kTimeout), or the loop stops (kUnavailable), or too many callers wait (kUnavailable).
+  Result<PassReport> RequestPass(std::chrono::milliseconds timeout);
+  // Holds for `duration` from now (replacing any earlier hold); kInvalidArgument when not
+  // positive or longer than max_hold.
+  Result<HoldState> Hold(std::chrono::milliseconds duration);
+  // Ends a hold; returns whether one was in force. Wakes a pass when it was.
+  bool Release();
+
+  // Snapshots.
+  Health health() const;
+  Readiness readiness() const;
+  HoldState hold_state() const;
+  // ReportToJson of the last finished pass; null before the first.
+  std::shared_ptr<const std::string> last_report_json() const;
+  std::optional<PassReport> last_report() const;
+  uint64_t passes_started() const;
+  uint64_t passes_finished() const;
+  size_t waiting_requests() const;  // RequestPass callers now waiting
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Waiter {
+    uint64_t min_pass_id = 0;
+    std::optional<PassReport> report;
+  };
+
+  void Run(PassRunner& runner);
+  // Under mutex_: picks the trigger of the next pass if one is due now, and consumes every
+  // wake-up and due timer it serves.
+  std::optional<Trigger> TakeDueLocked(Clock::time_point now);
+  Clock::time_point NextDueLocked() const;
+  bool HeldLocked(Clock::time_point now) const;
+  std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
+  void FinishLocked(PassReport report, Clock::time_point now);
+
+  const LoopOptions options_;
+  Metrics* const metrics_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_cv_;  // the reconcile thread waits on it
+  std::condition_variable done_cv_;  // RequestPass and Stop wait on it
+  uint32_t pending_ = 0;             // bit per Trigger: wake-ups not yet served
+  bool stopping_ = false;
+  bool exited_ = false;
+  bool running_pass_ = false;
+  uint64_t started_ = 0;
+  uint64_t finished_ = 0;
+  Clock::time_point next_periodic_{};
+  std::optional<Clock::time_point> retry_at_;
+  int consecutive_failures_ = 0;
+  std::optional<Clock::time_point> hold_until_;
+  int64_t hold_until_unix_ms_ = 0;
+  bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
+  Clock::time_point heartbeat_{};
+  bool bus_connected_ = false;
+  std::optional<PassReport> last_report_;
+  std::shared_ptr<const std::string> last_report_json_;
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+  std::mt19937_64 rng_;
+  std::thread thread_;
+};
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,225 @@
+// The daemon (`mesh-reconciler run`, the real binary) as a child process for the integration
+// tests and the benchmark: started with its stderr in a log file, talked to over HTTP, stopped
+// by PID (SIGTERM, then SIGKILL after a deadline). Also small helpers to read a metric and to
+// run the on-call CLI.
+//
+// Header-only (the test glob compiles only *_test.cc; the benchmark includes it too). Errors
+// throw std::runtime_error, so that it works without Catch. Thread-safety: one thread drives a
+// DaemonProcess; the HTTP helpers may be called from any thread.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/result.h"
+#include "observers/monitor.h"
+#include "tests/support/nats_server.h"
+
+namespace mesh::reconciler::test {
+
+inline constexpr auto kDaemonHttpTimeout = std::chrono::seconds(10);
+
+// Runs `binary args...` with `env` added to this process's environment; stdout and stderr go
+// to `log_path`. Returns the child's PID.
+inline pid_t SpawnWithLog(const std::string& binary, const std::vector<std::string>& args,
+                          const std::vector<std::string>& env, const std::string& log_path) {
+  std::vector<std::string> argv_storage = {binary};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  env_storage.insert(env_storage.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (child == 0) {
+    const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (out >= 0) {
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+    }
+    close_range(3, ~0U, 0);
+    execve(binary.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  return child;
+}
+
+// Waits for `pid` to exit within `deadline`; its exit status (or 128 + signal), nullopt when
+// it is still running.
+inline std::optional<int> WaitExit(pid_t pid, std::chrono::milliseconds deadline) {
+  std::optional<int> code;
+  mesh::testing::WaitFor(
+      [&] {
+        int status = 0;
+        const pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r != pid) return false;
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+      },
+      deadline);
+  return code;
+}
+
+// Runs the CLI to completion: its exit code and everything it printed.
+struct CliResult {
+  int exit_code = -1;
+  std::string output;
+};
+inline CliResult RunCli(const std::vector<std::string>& args,
+                        std::chrono::milliseconds deadline = std::chrono::seconds(90)) {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-cli");
+  const std::string log = dir + "/out.txt";
+  const pid_t pid = SpawnWithLog(MESH_BINARY, args, {}, log);
+  std::optional<int> code = WaitExit(pid, deadline);
+  if (!code) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  CliResult result{code.value_or(-1), mesh::testing::ReadFile(log)};
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// Runs `promtool check metrics` on `text`: its exit code and what it printed.
+inline CliResult Promtool(const std::string& text) {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-promtool");
+  const std::string input = dir + "/metrics.txt";
+  const std::string output = dir + "/out.txt";
+  mesh::testing::WriteFile(input, text);
+  const std::string command = "promtool check metrics < '" + input + "' > '" + output + "' 2>&1";
+  const int status = std::system(command.c_str());
+  CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, mesh::testing::ReadFile(output)};
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// The value of the first sample whose series (name and labels, as printed) is `series`.
+inline std::optional<double> MetricValue(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ') {
+      return std::strtod(line.c_str() + series.size() + 1, nullptr);
+    }
+  }
+  return std::nullopt;
+}
+
+class DaemonProcess {
+ public:
+  // Starts `mesh-reconciler run <args> --listen 127.0.0.1:<free port>` and waits until
+  // /healthz answers 200. `env` entries are "NAME=value".
+  static std::unique_ptr<DaemonProcess> Start(const std::vector<std::string>& args,
+                                              const std::vector<std::string>& env) {
+    std::unique_ptr<DaemonProcess> daemon(new DaemonProcess());
+    daemon->dir_ = mesh::testing::MakeTempDir("mesh-daemon");
+    daemon->port_ = mesh::testing::FreePort();
+    std::vector<std::string> all = {"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back("--listen");
+    all.push_back("127.0.0.1:" + std::to_string(daemon->port_));
+    daemon->pid_ = SpawnWithLog(MESH_BINARY, all, env, daemon->log_path());
+    bool exited = false;
+    const bool up = mesh::testing::WaitFor([&] {
+      int status = 0;
+      if (waitpid(daemon->pid_, &status, WNOHANG) == daemon->pid_) {
+        exited = true;
+        return true;
+      }
+      auto health = observers::HttpGet(daemon->url() + "/healthz", std::chrono::seconds(1));
+      return health.ok() && health->status == 200;
+    });
+    if (exited || !up) {
+      if (!exited) daemon->Kill();
+      daemon->pid_ = -1;
+      throw std::runtime_error("the daemon did not come up; log:\n" + daemon->log());
+    }
+    return daemon;
+  }
+
+  ~DaemonProcess() {
+    Kill();
+    if (std::uncaught_exceptions() == 0) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
+  }
+
+  // SIGTERM and wait: the exit code, or nullopt when it did not exit within `deadline` (then
+  // it is killed).
+  std::optional<int> Terminate(std::chrono::milliseconds deadline) {
+    if (pid_ <= 0) return std::nullopt;
+    kill(pid_, SIGTERM);
+    std::optional<int> code = WaitExit(pid_, deadline);
+    if (!code) Kill();
+    pid_ = -1;
+    return code;
+  }
+
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string dir() const { return dir_; }
+  std::string log_path() const { return dir_ + "/daemon.log"; }
+  std::string log() const {
+    try {
+      return mesh::testing::ReadFile(log_path());
+    } catch (const std::exception&) {
+      return "(no log)";
+    }
+  }
+
+  Result<observers::HttpResponse> Get(const std::string& path) const {
+    return observers::HttpGet(url() + path, kDaemonHttpTimeout);
+  }
+  Result<observers::HttpResponse> Post(
+      const std::string& path, const std::string& token,
+      std::chrono::milliseconds timeout = std::chrono::seconds(75)) const {
+    observers::HttpCall call;
+    call.method = "POST";
+    call.url = url() + path;
+    if (!token.empty()) call.headers = {{"Authorization", "Bearer " + token}};
+    return observers::HttpSend(call, timeout);
+  }
+  // A metric's value from /metrics, nullopt when absent or unreachable.
+  std::optional<double> Metric(const std::string& series) const {
+    auto metrics = Get("/metrics");
+    if (!metrics.ok() || metrics->status != 200) return std::nullopt;
+    return MetricValue(metrics->body, series);
+  }
+
+ private:
+  DaemonProcess() = default;
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace mesh::reconciler::test

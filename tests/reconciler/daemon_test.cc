@@ -1,0 +1,407 @@
+// The daemon end to end: the real binary (`mesh-reconciler run`) against a real nats-server,
+// scraped by a real Prometheus, driven by the on-call CLI. Every process is stopped by PID.
+#include <rapidjson/document.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <future>
+#include <regex>
+
+#include "observers/bus.h"
+#include "reconciler/pass.h"
+#include "tests/reconciler/daemon_support.h"
+#include "tests/reconciler/pass_fixtures.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using mesh::testing::WaitFor;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kAdminToken[] = "daemon-test-admin-token";
+constexpr auto kRepairDeadline = seconds(20);
+constexpr auto kShutdownDeadline = seconds(5);
+
+const std::vector<std::string> kExampleStreams = {
+    "CONTROL",          "DECL",        "EVENTS",          "SEAT_invoicer",
+    "SEAT_ledger",      "SEAT_intake", "SEAT_mesh-build", "SEAT_mesh-notify",
+    "SEAT_mesh-archive"};
+
+// Replaces `path` atomically, as an operator or a ConfigMap update would.
+void ReplaceFile(const std::string& path, const std::string& bytes) {
+  const std::string temporary = path + ".new";
+  mesh::testing::WriteFile(temporary, bytes);
+  std::filesystem::rename(temporary, path);
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+// The example records with one more role, "mesh-extra" (a stream SEAT_mesh-extra).
+std::string RecordsWithExtraRole() {
+  return Replace(ExampleRecordsJson(), "\"roles\": [",
+                 "\"roles\": [\n    { \"name\": \"mesh-extra\", \"accepts\": [\"x\"], "
+                 "\"emits\": [], \"holders\": [] },");
+}
+
+enum class Launch { kNow, kLater };
+
+// A live mesh, the daemon running against it, and an admin connection to the bus (as the
+// reconciler's own user, which may use the whole JetStream API) to break things with.
+class DaemonFixture {
+ public:
+  explicit DaemonFixture(const std::string& records_json, std::vector<std::string> extra = {},
+                         Launch launch = Launch::kNow)
+      : mesh_(records_json), extra_(std::move(extra)) {
+    token_path_ = mesh_.dir + "/admin.token";
+    mesh::testing::WriteFile(token_path_, std::string(kAdminToken) + "\n");
+    if (launch == Launch::kNow) StartDaemon();
+  }
+
+  void StartDaemon() {
+    const Settings s = mesh_.PassSettings();
+    std::vector<std::string> args = {"--records",     s.records_path,
+                                     "--bus",         s.bus.urls[0],
+                                     "--user",        s.bus.user,
+                                     "--users-file",  s.users_file,
+                                     "--pid-file",    s.pid_file,
+                                     "--monitor",     s.monitor_url,
+                                     "--bcrypt-cost", std::to_string(kCheapCost),
+                                     "--token-file",  token_path_,
+                                     "--interval",    "1h"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    daemon_ = DaemonProcess::Start(
+        args, {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+  }
+
+  // SIGTERM: the daemon must exit 0 within a few seconds.
+  void Stop() {
+    INFO(daemon_->log());
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<int> code = daemon_->Terminate(kShutdownDeadline);
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    CHECK(std::chrono::steady_clock::now() - start < kShutdownDeadline);
+  }
+
+  observers::BusConnection& Bus() {
+    if (!bus_) {
+      auto connected = observers::BusConnection::Connect(mesh_.PassSettings().bus);
+      INFO(connected.status().ToString());
+      REQUIRE(connected.ok());
+      bus_ = std::move(*connected);
+    }
+    return *bus_;
+  }
+  bool StreamExists(const std::string& name) {
+    observers::ApiReply reply = Bus().Request({"$JS.API.STREAM.INFO." + name, ""});
+    return reply.status.ok() && reply.payload.find("\"error\"") == std::string::npos;
+  }
+  void DeleteStream(const std::string& name) {
+    observers::ApiReply reply = Bus().Request({"$JS.API.STREAM.DELETE." + name, ""});
+    INFO(reply.status.ToString() << " " << reply.payload);
+    REQUIRE(reply.status.ok());
+    REQUIRE(reply.payload.find("\"success\":true") != std::string::npos);
+  }
+
+  // POST /reconcile with the admin token: the report of a pass that started after the call.
+  Result<PassReport> Reconcile() {
+    auto reply = daemon_->Post("/reconcile", kAdminToken);
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) {
+      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
+    }
+    return ReportFromJson(reply->body);
+  }
+  // Until a forced pass reports convergence.
+  void WaitConverged() {
+    std::string last;
+    const bool converged = WaitFor(
+        [&] {
+          Result<PassReport> report = Reconcile();
+          if (!report.ok()) {
+            last = report.status().ToString();
+            return false;
+          }
+          last = FormatReportTable(*report);
+          return report->converged();
+        },
+        seconds(60));
+    INFO(last);
+    INFO(daemon_->log());
+    REQUIRE(converged);
+  }
+  double Metric(const std::string& series) { return daemon_->Metric(series).value_or(-1); }
+  std::vector<std::string> Remote(const std::string& command) const {
+    return {command, "--remote", daemon_->url(), "--token-file", token_path_};
+  }
+
+  LiveMesh mesh_;
+  std::vector<std::string> extra_;
+  std::string token_path_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<observers::BusConnection> bus_;
+};
+
+const std::string kStreamsCreated =
+    "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
+const std::string kStreamsMissing = "mesh_drift_objects{kind=\"stream\",state=\"missing\"}";
+
+TEST_CASE("run refuses a non-loopback listener without a token file", "[daemon]") {
+  CliResult result = RunCli({"run", "--records", "/nonexistent/records.json", "--listen",
+                             "0.0.0.0:0", "--bus", "nats://127.0.0.1:1"});
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("refusing to listen on 0.0.0.0:0") != std::string::npos);
+  CHECK(RunCli({"run", "--listen", "127.0.0.1:0"}).exit_code == 64);  // --records missing
+}
+
+TEST_CASE("A deleted stream is recreated at once, without waiting for the interval",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+  for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
+  const double created_before = f.Metric(kStreamsCreated);
+  const double advisory_passes_before =
+      f.daemon_->Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}")
+          .value_or(0);
+
+  const auto start = std::chrono::steady_clock::now();
+  f.DeleteStream("SEAT_ledger");
+  REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_ledger"); }, kRepairDeadline));
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < seconds(5));  // the interval is 1 h: only the advisory can explain this
+  REQUIRE(WaitFor([&] { return f.Metric(kStreamsCreated) == created_before + 1; }));
+  CHECK(f.Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}") >
+        advisory_passes_before);
+  f.WaitConverged();
+  CHECK(f.Metric(kStreamsMissing) == 0);
+  CHECK(f.Metric("mesh_bus_connected") == 1);
+  CHECK(f.Metric("mesh_records_valid") == 1);
+  auto ready = f.daemon_->Get("/readyz");
+  REQUIRE(ready.ok());
+  CHECK(ready->status == 200);
+  // The live exposition, after real passes and repairs, passes promtool too.
+  auto metrics = f.daemon_->Get("/metrics");
+  REQUIRE(metrics.ok());
+  const CliResult checked = Promtool(metrics->body);
+  INFO(checked.output);
+  CHECK(checked.exit_code == 0);
+  CHECK(checked.output.empty());
+  f.Stop();
+}
+
+TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+  f.mesh_.server->Kill();
+  f.mesh_.server->WipeStore();
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_bus_connected") == 0; }));
+  f.mesh_.server->Restart();
+  const bool restored = WaitFor(
+      [&] {
+        for (const auto& stream : kExampleStreams) {
+          if (!f.StreamExists(stream)) return false;
+        }
+        return true;
+      },
+      seconds(60));
+  INFO(f.daemon_->log());
+  REQUIRE(restored);
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_bus_connected") == 1; }));
+  f.WaitConverged();
+  f.Stop();
+}
+
+TEST_CASE("The bus unreachable at start is not fatal: endpoints served, then it connects",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson(), {}, Launch::kLater);
+  f.mesh_.server->Kill();
+  f.StartDaemon();
+  REQUIRE(WaitFor([&] {
+    auto ready = f.daemon_->Get("/readyz");
+    return ready.ok() && ready->status == 503 && ready->body.find("bus unreachable") == 0;
+  }));
+  auto health = f.daemon_->Get("/healthz");
+  REQUIRE(health.ok());
+  CHECK(health->status == 200);
+  CHECK(f.Metric("mesh_bus_connected") == 0);
+  f.mesh_.server->Restart();
+  REQUIRE(WaitFor(
+      [&] {
+        auto ready = f.daemon_->Get("/readyz");
+        return ready.ok() && ready->status == 200;
+      },
+      seconds(90)));
+  f.WaitConverged();
+  f.Stop();
+}
+
+TEST_CASE("A real Prometheus scrapes the daemon", "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+
+  const std::string dir = mesh::testing::MakeTempDir("mesh-prometheus");
+  const int port = mesh::testing::FreePort();
+  mesh::testing::WriteFile(dir + "/prometheus.yml",
+                           "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                           "scrape_configs:\n  - job_name: mesh-reconciler\n"
+                           "    static_configs:\n      - targets: ['127.0.0.1:" +
+                               std::to_string(f.daemon_->port()) + "']\n");
+  const pid_t prometheus = SpawnWithLog(
+      "/usr/bin/prometheus",
+      {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
+       "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
+      {}, dir + "/prometheus.log");
+  const std::string query = "http://127.0.0.1:" + std::to_string(port) + "/api/v1/query?query=";
+  auto value_of = [&](const std::string& expression) -> std::string {
+    auto reply = observers::HttpGet(query + expression, seconds(2));
+    if (!reply.ok() || reply->status != 200) return "";
+    rapidjson::Document doc;
+    doc.Parse(reply->body.c_str());
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("data")) return "";
+    const auto& result = doc["data"]["result"];
+    if (!result.IsArray() || result.Empty()) return "";
+    return result[0]["value"][1].GetString();
+  };
+  const bool scraped = WaitFor([&] { return value_of("mesh_bus_connected") == "1"; }, seconds(90));
+  std::string up = value_of("up");
+  std::string build_info = value_of("mesh_reconciler_build_info");
+  kill(prometheus, SIGTERM);
+  const std::optional<int> stopped = WaitExit(prometheus, seconds(20));
+  if (!stopped) {
+    kill(prometheus, SIGKILL);
+    waitpid(prometheus, nullptr, 0);
+  }
+  INFO(mesh::testing::ReadFile(dir + "/prometheus.log"));
+  CHECK(scraped);
+  CHECK(up == "1");
+  CHECK(build_info == "1");
+  if (scraped) std::filesystem::remove_all(dir);
+  f.Stop();
+}
+
+TEST_CASE("A forced reconcile during a running pass gets a pass that started after it",
+          "[daemon][integration]") {
+  // A high bcrypt cost makes a pass that must hash a new password last a while.
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "12"});
+  f.WaitConverged();
+  const std::string log_before = f.daemon_->log();
+
+  f.mesh_.SetRecords(Replace(ExampleRecordsJson(), "{ \"name\": \"node-c\" }",
+                             "{ \"name\": \"node-c\", \"password\": \"a-new-password\" }"));
+  // The records change wakes pass K, which hashes the new password.
+  const std::regex scheduled("pass=([0-9]+) msg=\"pass scheduled\" trigger=records_changed");
+  std::smatch match;
+  std::string log;
+  REQUIRE(WaitFor([&] {
+    log = f.daemon_->log().substr(log_before.size());
+    return std::regex_search(log, match, scheduled);
+  }));
+  const uint64_t running = std::stoull(match[1].str());
+  Result<PassReport> forced = f.Reconcile();
+  INFO(f.daemon_->log());
+  REQUIRE(forced.ok());
+  CHECK(forced->pass_id > running);
+  CHECK(forced->trigger == Trigger::kForced);
+  CHECK(forced->status.ok());
+  f.Stop();
+}
+
+TEST_CASE("While held a deleted stream is left alone; after release it is repaired",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+
+  std::vector<std::string> hold = f.Remote("hold");
+  hold.insert(hold.end(), {"--for", "10m"});
+  CliResult held = RunCli(hold);
+  INFO(held.output);
+  REQUIRE(held.exit_code == 0);
+  CHECK(held.output.find("held until ") == 0);
+  CHECK(f.Metric("mesh_reconciler_held") == 1);
+
+  f.DeleteStream("SEAT_intake");
+  // The advisory wakes an observe-only pass: the drift shows, nothing is repaired.
+  REQUIRE(WaitFor([&] { return f.Metric(kStreamsMissing) == 1; }));
+  CHECK_FALSE(f.StreamExists("SEAT_intake"));
+  CliResult drift = RunCli(f.Remote("reconcile"));
+  INFO(drift.output);
+  CHECK(drift.exit_code == 2);
+  CHECK(drift.output.find("SEAT_intake") != std::string::npos);
+  CHECK_FALSE(f.StreamExists("SEAT_intake"));
+
+  // A wrong token changes nothing.
+  const std::string wrong = f.mesh_.dir + "/wrong.token";
+  mesh::testing::WriteFile(wrong, "not-the-token\n");
+  CliResult refused = RunCli({"release", "--remote", f.daemon_->url(), "--token-file", wrong});
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.output.find("401") != std::string::npos);
+  CHECK(f.Metric("mesh_reconciler_held") == 1);
+
+  CliResult released = RunCli(f.Remote("release"));
+  INFO(released.output);
+  REQUIRE(released.exit_code == 0);
+  REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_intake"); }, kRepairDeadline));
+  REQUIRE(WaitFor([&] { return f.Metric(kStreamsMissing) == 0; }));
+  CHECK(f.Metric("mesh_reconciler_held") == 0);
+  CliResult converged = RunCli(f.Remote("reconcile"));
+  INFO(converged.output);
+  CHECK(converged.exit_code == 0);
+  f.Stop();
+}
+
+TEST_CASE("Invalid records change nothing and say why; fixed records resume",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+  const std::string users_before = mesh::testing::ReadFile(f.mesh_.server->users_file());
+
+  // Invalid (an unknown key), and asking for a new stream: none of it may be applied.
+  ReplaceFile(f.mesh_.records_path, Replace(RecordsWithExtraRole(), "\"mesh\": \"demo\",",
+                                            "\"mesh\": \"demo\", \"typo\": 1,"));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_records_valid") == 0; }));
+  auto ready = f.daemon_->Get("/readyz");
+  REQUIRE(ready.ok());
+  CHECK(ready->status == 503);
+  CHECK(ready->body.find("records invalid: ") == 0);
+  CHECK(ready->body.find("typo") != std::string::npos);
+  // The last valid records stay in force: a deleted stream is still repaired.
+  f.DeleteStream("SEAT_ledger");
+  REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_ledger"); }, kRepairDeadline));
+  CHECK_FALSE(f.StreamExists("SEAT_mesh-extra"));
+  CHECK(mesh::testing::ReadFile(f.mesh_.server->users_file()) == users_before);
+
+  ReplaceFile(f.mesh_.records_path, RecordsWithExtraRole());
+  REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_mesh-extra"); }, kRepairDeadline));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_records_valid") == 1; }));
+  REQUIRE(WaitFor([&] {
+    auto r = f.daemon_->Get("/readyz");
+    return r.ok() && r->status == 200;
+  }));
+  f.Stop();
+}
+
+TEST_CASE("The admin token is re-read when its file changes", "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson());
+  auto with = [&](const std::string& token) {
+    auto reply = f.daemon_->Post("/release", token, seconds(10));
+    return reply.ok() ? reply->status : 0;
+  };
+  CHECK(with(kAdminToken) == 200);
+  ReplaceFile(f.token_path_, "rotated-token\n");
+  REQUIRE(WaitFor([&] { return with("rotated-token") == 200; }));
+  CHECK(with(kAdminToken) == 401);
+  // An empty token file turns the POSTs off (fail closed) until fixed.
+  ReplaceFile(f.token_path_, "\n");
+  REQUIRE(WaitFor([&] { return with("rotated-token") == 403; }));
+  f.Stop();
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test

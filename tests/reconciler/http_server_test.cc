@@ -1,0 +1,322 @@
+// The Beast listener on a real loopback socket: limits, malformed input, slow clients,
+// keep-alive, tokens, and a blocking handler that does not stop the others.
+#include "reconciler/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "model/digest.h"
+#include "observers/monitor.h"
+#include "tests/support/nats_server.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using mesh::testing::WaitFor;
+using std::chrono::milliseconds;
+
+constexpr char kToken[] = "server-test-token";
+constexpr auto kClientTimeout = std::chrono::seconds(5);
+
+// A daemon stand-in whose forced pass blocks until the test lets it go.
+class BlockingState : public HttpState {
+ public:
+  std::string MetricsText() const override { return "mesh_bus_connected 1\n"; }
+  Health health() const override { return {true, "alive"}; }
+  Readiness readiness() const override { return {true, "ready"}; }
+  std::shared_ptr<const std::string> LastReportJson() const override { return nullptr; }
+  std::optional<std::string> TokenDigest() const override { return model::Sha256(kToken); }
+  Result<std::string> ForcePass() const override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++forcing_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return !block_; });
+    return std::string("{\"pass_id\":1}");
+  }
+  Result<HoldState> Hold(std::chrono::milliseconds) const override { return HoldState{true, 0}; }
+  bool Release() const override { return false; }
+
+  void Block() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    block_ = true;
+  }
+  void Unblock() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    block_ = false;
+    changed_.notify_all();
+  }
+  int forcing() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return forcing_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  mutable int forcing_ = 0;
+  bool block_ = false;
+};
+
+// A raw client socket, for what a well-behaved HTTP client would not send.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(fd_ >= 0);
+    timeval tv{static_cast<time_t>(kClientTimeout.count()), 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~RawClient() { close(fd_); }
+
+  void Send(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;  // the server may close early (a limit); what it said is read next
+      sent += static_cast<size_t>(n);
+    }
+  }
+  // Everything until the server closes the connection (or the receive timeout).
+  std::string ReadUntilClosed() {
+    std::string all;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = n == 0;
+        return all;
+      }
+      all.append(buf, static_cast<size_t>(n));
+    }
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool closed_ = false;
+};
+
+std::unique_ptr<HttpServer> StartServer(const HttpState& state, HttpServerOptions options = {}) {
+  Result<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start({"127.0.0.1", 0, true}, state, options);
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  REQUIRE((*server)->port() > 0);
+  return std::move(*server);
+}
+
+std::string Url(const HttpServer& server, const std::string& path) {
+  return "http://127.0.0.1:" + std::to_string(server.port()) + path;
+}
+
+Result<observers::HttpResponse> PostWithToken(const HttpServer& server, const std::string& path,
+                                              const std::string& token) {
+  observers::HttpCall call;
+  call.method = "POST";
+  call.url = Url(server, path);
+  if (!token.empty()) call.headers = {{"Authorization", "Bearer " + token}};
+  return observers::HttpSend(call, kClientTimeout);
+}
+
+int StatusOf(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+TEST_CASE("ParseListenAddress reads host and port and knows loopback", "[http]") {
+  struct Case {
+    std::string text;
+    bool ok;
+    std::string host;
+    int port;
+    bool loopback;
+  };
+  const std::vector<Case> cases = {
+      {"127.0.0.1:9464", true, "127.0.0.1", 9464, true},
+      {"localhost:80", true, "127.0.0.1", 80, true},
+      {"[::1]:9464", true, "::1", 9464, true},
+      {"0.0.0.0:9464", true, "0.0.0.0", 9464, false},
+      {":9464", true, "0.0.0.0", 9464, false},
+      {"10.1.2.3:0", true, "10.1.2.3", 0, false},
+      {"[::]:1", true, "::", 1, false},
+      {"127.0.0.1", false, "", 0, false},
+      {"127.0.0.1:", false, "", 0, false},
+      {"127.0.0.1:65536", false, "", 0, false},
+      {"127.0.0.1:94x", false, "", 0, false},
+      {"::1:9464", false, "", 0, false},
+      {"[::1]9464", false, "", 0, false},
+      {"example.com:9464", false, "", 0, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    Result<ListenAddress> parsed = ParseListenAddress(c.text);
+    REQUIRE(parsed.ok() == c.ok);
+    if (!c.ok) continue;
+    CHECK(parsed->host == c.host);
+    CHECK(parsed->port == c.port);
+    CHECK(parsed->loopback == c.loopback);
+  }
+}
+
+TEST_CASE("The server answers GETs and keeps the connection alive", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  Result<observers::HttpResponse> metrics =
+      observers::HttpGet(Url(*server, "/metrics"), kClientTimeout);
+  REQUIRE(metrics.ok());
+  CHECK(metrics->status == 200);
+  CHECK(metrics->body == "mesh_bus_connected 1\n");
+
+  RawClient client(server->port());
+  client.Send(
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string both = client.ReadUntilClosed();
+  CHECK(StatusOf(both) == 200);
+  CHECK(both.find("HTTP/1.1 404") != std::string::npos);
+  CHECK(client.closed());
+}
+
+TEST_CASE("An oversized body gets 413 and oversized headers 431", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  {
+    RawClient client(server->port());
+    const std::string body(100 * 1024, 'x');
+    client.Send("POST /reconcile HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+    const std::string response = client.ReadUntilClosed();
+    CHECK(StatusOf(response) == 413);
+    CHECK(client.closed());
+  }
+  {
+    RawClient client(server->port());
+    client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Filler: " + std::string(20 * 1024, 'y') +
+                "\r\n\r\n");
+    CHECK(StatusOf(client.ReadUntilClosed()) == 431);
+  }
+  CHECK(state.forcing() == 0);
+}
+
+TEST_CASE("Garbage bytes get 400 and the server goes on", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  for (const std::string& garbage :
+       {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 garbage\r\n\r\n", 24),
+        std::string("GET /metrics HTTP/9.9\r\n\r\n"), std::string("GET\r\n\r\n"),
+        std::string("GET /metrics HTTP/1.1\r\nContent-Length: -1\r\n\r\n"),
+        std::string("GET /metrics HTTP/1.1\r\nBad Header Line\r\n\r\n")}) {
+    INFO(garbage);
+    RawClient client(server->port());
+    client.Send(garbage);
+    CHECK(StatusOf(client.ReadUntilClosed()) == 400);
+    CHECK(client.closed());
+  }
+  Result<observers::HttpResponse> ok = observers::HttpGet(Url(*server, "/healthz"), kClientTimeout);
+  REQUIRE(ok.ok());
+  CHECK(ok->status == 200);
+}
+
+TEST_CASE("A slow client is cut off by the read timeout while others are served", "[http]") {
+  BlockingState state;
+  HttpServerOptions options;
+  options.read_timeout = milliseconds(300);
+  auto server = StartServer(state, options);
+
+  RawClient slow(server->port());
+  const auto start = std::chrono::steady_clock::now();
+  slow.Send("GET /metr");  // and nothing more
+  for (int i = 0; i < 5; ++i) {
+    Result<observers::HttpResponse> ok =
+        observers::HttpGet(Url(*server, "/metrics"), kClientTimeout);
+    REQUIRE(ok.ok());
+    CHECK(ok->status == 200);
+  }
+  const std::string answer = slow.ReadUntilClosed();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(slow.closed());
+  CHECK(answer.empty());
+  CHECK(waited >= milliseconds(250));
+  CHECK(waited < kClientTimeout);
+}
+
+TEST_CASE("POSTs with a wrong or missing token get 401 over the wire", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  for (const std::string& token :
+       {std::string(), std::string("wrong"), std::string(kToken) + "!"}) {
+    Result<observers::HttpResponse> reply = PostWithToken(*server, "/reconcile", token);
+    REQUIRE(reply.ok());
+    CHECK(reply->status == 401);
+    CHECK(reply->body == "unauthorized\n");
+  }
+  CHECK(state.forcing() == 0);
+  Result<observers::HttpResponse> ok = PostWithToken(*server, "/reconcile", kToken);
+  REQUIRE(ok.ok());
+  CHECK(ok->status == 200);
+  CHECK(ok->body == "{\"pass_id\":1}");
+}
+
+TEST_CASE("A POST /reconcile waiting for its pass does not block other requests", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  state.Block();
+  auto waiting =
+      std::async(std::launch::async, [&] { return PostWithToken(*server, "/reconcile", kToken); });
+  REQUIRE(WaitFor([&] { return state.forcing() == 1; }));
+  for (int i = 0; i < 10; ++i) {
+    Result<observers::HttpResponse> ok =
+        observers::HttpGet(Url(*server, "/readyz"), kClientTimeout);
+    REQUIRE(ok.ok());
+    CHECK(ok->status == 200);
+  }
+  state.Unblock();
+  Result<observers::HttpResponse> forced = waiting.get();
+  REQUIRE(forced.ok());
+  CHECK(forced->status == 200);
+}
+
+TEST_CASE("Connections over the limit are closed at once", "[http]") {
+  BlockingState state;
+  HttpServerOptions options;
+  options.max_connections = 2;
+  auto server = StartServer(state, options);
+  auto a = std::make_unique<RawClient>(server->port());
+  auto b = std::make_unique<RawClient>(server->port());
+  // Both are accepted (they hold sessions) once a request on each has been answered.
+  a->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  b->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(WaitFor([&] {
+    auto probe = observers::HttpGet(Url(*server, "/healthz"), milliseconds(500));
+    return !probe.ok();
+  }));
+  a.reset();
+  b.reset();
+  REQUIRE(WaitFor([&] {
+    auto probe = observers::HttpGet(Url(*server, "/healthz"), milliseconds(500));
+    return probe.ok() && probe->status == 200;
+  }));
+}
+
+TEST_CASE("Stop closes the listener", "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  const std::string url = Url(*server, "/healthz");
+  server->Stop();
+  server->Stop();  // idempotent
+  CHECK_FALSE(observers::HttpGet(url, milliseconds(500)).ok());
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test

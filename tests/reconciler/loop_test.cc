@@ -1,0 +1,428 @@
+// The runner's schedule and concurrency, with a scripted runner: coalescing, forced passes,
+// backoff, holds, exceptions, shutdown, periodic passes. Synchronised on conditions only.
+#include "reconciler/loop.h"
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <thread>
+
+#include "tests/reconciler/loop_support.h"
+#include "tests/support/nats_server.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using mesh::testing::WaitFor;
+using std::chrono::milliseconds;
+
+double Millis(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+PassReport Forced(Loop& loop) {
+  Result<PassReport> report = loop.RequestPass(std::chrono::seconds(10));
+  INFO(report.status().ToString());
+  REQUIRE(report.ok());
+  return *report;
+}
+
+TEST_CASE("The loop runs a pass at start with ids from 1", "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].pass_id == 1);
+  CHECK(calls[0].trigger == Trigger::kStart);
+  CHECK(calls[0].mode == ApplyMode::kApply);
+  REQUIRE(loop.last_report());
+  CHECK(loop.last_report()->pass_id == 1);
+  REQUIRE(loop.last_report_json() != nullptr);
+  CHECK(loop.last_report_json()->find("\"pass_id\"") != std::string::npos);
+}
+
+TEST_CASE("100 wake-ups during a pass coalesce into exactly one following pass", "[loop]") {
+  ScriptedRunner runner;
+  runner.Close();
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+
+  std::vector<std::thread> wakers;
+  for (int t = 0; t < 4; ++t) {
+    wakers.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        loop.Wake(t % 2 == 0 ? Trigger::kAdvisory : Trigger::kRecordsChanged);
+      }
+    });
+  }
+  for (auto& waker : wakers) waker.join();
+  runner.Open();
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+
+  // A forced pass now is pass 3: no other pass ran after the coalesced one.
+  const PassReport forced = Forced(loop);
+  CHECK(forced.pass_id == 3);
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[1].trigger == Trigger::kRecordsChanged);  // the stronger of the two triggers
+  CHECK(calls[2].trigger == Trigger::kForced);
+}
+
+TEST_CASE("A wake-up between passes is never lost", "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  for (uint64_t n = 2; n <= 20; ++n) {
+    loop.Wake(Trigger::kAdvisory);
+    REQUIRE(WaitFor([&] { return loop.passes_finished() >= n; }));
+  }
+  CHECK(runner.calls().back().trigger == Trigger::kAdvisory);
+}
+
+TEST_CASE("A forced request during a running pass gets a later pass's report", "[loop]") {
+  ScriptedRunner runner;
+  runner.Close();
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+
+  auto forced =
+      std::async(std::launch::async, [&] { return loop.RequestPass(std::chrono::seconds(10)); });
+  REQUIRE(WaitFor([&] { return loop.waiting_requests() == 1; }));
+  runner.Open();
+  Result<PassReport> report = forced.get();
+  REQUIRE(report.ok());
+  CHECK(report->pass_id == 2);
+  CHECK(report->trigger == Trigger::kForced);
+  CHECK(loop.waiting_requests() == 0);
+}
+
+TEST_CASE("Concurrent forced requests share one pass; too many are refused", "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.max_waiting_requests = 2;
+  Loop loop(options, nullptr);
+  runner.Close();
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  auto a =
+      std::async(std::launch::async, [&] { return loop.RequestPass(std::chrono::seconds(10)); });
+  auto b =
+      std::async(std::launch::async, [&] { return loop.RequestPass(std::chrono::seconds(10)); });
+  REQUIRE(WaitFor([&] { return loop.waiting_requests() == 2; }));
+  Result<PassReport> refused = loop.RequestPass(std::chrono::seconds(1));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Errc::kUnavailable);
+  runner.Open();
+  Result<PassReport> ra = a.get();
+  Result<PassReport> rb = b.get();
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  CHECK(ra->pass_id == 2);
+  CHECK(rb->pass_id == 2);
+}
+
+TEST_CASE("A forced request times out when no pass finishes", "[loop]") {
+  ScriptedRunner runner;
+  runner.Close();
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  Result<PassReport> report = loop.RequestPass(milliseconds(50));
+  REQUIRE_FALSE(report.ok());
+  CHECK(report.status().code() == Errc::kTimeout);
+  runner.Open();
+}
+
+TEST_CASE("Backoff doubles from the initial delay up to the cap and the interval", "[loop]") {
+  LoopOptions options;
+  options.backoff_initial = std::chrono::seconds(1);
+  options.backoff_cap = std::chrono::seconds(60);
+  options.interval = std::chrono::seconds(30);
+  CHECK(BackoffBase(1, options) == std::chrono::seconds(1));
+  CHECK(BackoffBase(2, options) == std::chrono::seconds(2));
+  CHECK(BackoffBase(3, options) == std::chrono::seconds(4));
+  CHECK(BackoffBase(5, options) == std::chrono::seconds(16));
+  CHECK(BackoffBase(6, options) == std::chrono::seconds(30));  // never more than the interval
+  CHECK(BackoffBase(1000, options) == std::chrono::seconds(30));
+  options.interval = std::chrono::hours(1);
+  CHECK(BackoffBase(7, options) == std::chrono::seconds(60));  // the cap
+  CHECK(BackoffBase(1000, options) == std::chrono::seconds(60));
+}
+
+TEST_CASE("Failed passes are retried with growing delays until one succeeds", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id <= 3) report.status = Status(Errc::kUnavailable, "bus unreachable");
+    return report;
+  });
+  Loop loop(QuietOptions(), nullptr);  // backoff 20 ms doubling, jitter +-20%
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 4; }));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 4);
+  CHECK(calls[1].trigger == Trigger::kRetry);
+  CHECK(calls[2].trigger == Trigger::kRetry);
+  CHECK(calls[3].trigger == Trigger::kRetry);
+  CHECK(Millis(calls[1].started - calls[0].started) >= 20 * 0.8);
+  CHECK(Millis(calls[2].started - calls[1].started) >= 40 * 0.8);
+  CHECK(Millis(calls[3].started - calls[2].started) >= 80 * 0.8);
+  // Success stopped the retries: the next pass is the one asked for.
+  CHECK(Forced(loop).pass_id == 5);
+}
+
+TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id == 1) {
+      ActionOutcome failed;
+      failed.outcome = Outcome::kFailed;
+      report.outcomes.push_back(failed);
+    }
+    return report;
+  });
+  Metrics metrics("test");
+  Loop loop(QuietOptions(), &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  CHECK(runner.calls()[1].trigger == Trigger::kRetry);
+  const std::string text = metrics.Serialize();
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"failure\",trigger=\"start\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("Retries never wait longer than the interval; periodic passes go on", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    report.status = Status(Errc::kUnavailable, "bus unreachable");
+    return report;
+  });
+  LoopOptions options = QuietOptions();
+  options.interval = milliseconds(100);
+  options.backoff_initial = std::chrono::seconds(30);  // capped to the interval
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() >= 5; }, std::chrono::seconds(5)));
+}
+
+TEST_CASE("Periodic passes come every interval, jittered", "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.interval = milliseconds(60);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() >= 4; }));
+  const auto calls = runner.calls();
+  for (size_t i = 1; i < 4; ++i) {
+    CHECK(calls[i].trigger == Trigger::kPeriodic);
+    CHECK(Millis(calls[i].started - calls[i - 1].started) >= 60 * 0.9 - 1);
+  }
+}
+
+TEST_CASE("While held, passes observe only; the hold expires on its own", "[loop]") {
+  ScriptedRunner runner;
+  Metrics metrics("test");
+  Loop loop(QuietOptions(), &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+
+  Result<HoldState> hold = loop.Hold(milliseconds(300));
+  REQUIRE(hold.ok());
+  CHECK(hold->held);
+  CHECK(loop.hold_state().held);
+  CHECK(metrics.Serialize().find("mesh_reconciler_held 1") != std::string::npos);
+  const PassReport held = Forced(loop);
+  CHECK(held.mode == ApplyMode::kObserveOnly);
+  CHECK(held.held);
+
+  // The expiry wakes a pass that applies, without waiting for the interval (1 h).
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+  const auto calls = runner.calls();
+  CHECK(calls[2].mode == ApplyMode::kApply);
+  CHECK(calls[2].trigger == Trigger::kPeriodic);
+  CHECK_FALSE(loop.hold_state().held);
+  CHECK(metrics.Serialize().find("mesh_reconciler_held 0") != std::string::npos);
+  CHECK(Forced(loop).mode == ApplyMode::kApply);
+}
+
+TEST_CASE("Release ends a hold at once and wakes a pass that applies", "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  CHECK_FALSE(loop.Release());  // nothing to release: no pass woken
+  REQUIRE(loop.Hold(std::chrono::hours(1)).ok());
+  CHECK(Forced(loop).mode == ApplyMode::kObserveOnly);
+  CHECK(loop.Release());
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+  CHECK(runner.calls()[2].mode == ApplyMode::kApply);
+  CHECK(Forced(loop).pass_id == 4);
+}
+
+TEST_CASE("Hold durations outside (0, 24h] are refused", "[loop]") {
+  Loop loop(QuietOptions(), nullptr);
+  CHECK_FALSE(loop.Hold(milliseconds(0)).ok());
+  CHECK_FALSE(loop.Hold(milliseconds(-5)).ok());
+  CHECK_FALSE(loop.Hold(kMaxHold + milliseconds(1)).ok());
+  CHECK(loop.Hold(kMaxHold).ok());
+}
+
+TEST_CASE("An exception in a pass is counted and the loop survives", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) -> PassReport {
+    if (call.pass_id == 2) throw std::runtime_error("scripted bug");
+    return ScriptedRunner::OkReport(call);
+  });
+  Metrics metrics("test");
+  Loop loop(QuietOptions(), &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  const PassReport thrown = Forced(loop);
+  CHECK(thrown.pass_id == 2);
+  CHECK(thrown.status.code() == Errc::kInternal);
+  CHECK(thrown.status.message().find("scripted bug") != std::string::npos);
+  CHECK(thrown.records_valid);  // what the previous pass knew stays known
+  // The exception is retried like any failure, and the loop goes on.
+  REQUIRE(WaitFor([&] { return loop.passes_finished() >= 3; }));
+  CHECK(Forced(loop).status.ok());
+  const std::string text = metrics.Serialize();
+  CHECK(text.find("mesh_reconcile_exceptions_total 1") != std::string::npos);
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"failure\",trigger=\"forced\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("Stop is prompt when idle and releases waiting requests", "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(loop.Stop(std::chrono::seconds(5)));
+  CHECK(Millis(std::chrono::steady_clock::now() - start) < 1000);
+  CHECK_FALSE(loop.health().alive);
+  Result<PassReport> after = loop.RequestPass(std::chrono::seconds(1));
+  REQUIRE_FALSE(after.ok());
+  CHECK(after.status().code() == Errc::kUnavailable);
+}
+
+TEST_CASE("Stop gives up after the grace when a pass hangs, and a waiter is released", "[loop]") {
+  ScriptedRunner runner;
+  runner.Close();
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  auto waiting =
+      std::async(std::launch::async, [&] { return loop.RequestPass(std::chrono::seconds(30)); });
+  REQUIRE(WaitFor([&] { return loop.waiting_requests() == 1; }));
+  CHECK_FALSE(loop.Stop(milliseconds(50)));
+  Result<PassReport> released = waiting.get();
+  CHECK_FALSE(released.ok());
+  runner.Open();  // the pass ends; the destructor joins
+}
+
+TEST_CASE("Bus events: reconnect wakes a pass, disconnect marks the bus down", "[loop]") {
+  ScriptedRunner runner;
+  Metrics metrics("test");
+  Loop loop(QuietOptions(), &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  CHECK(loop.readiness().ready);
+
+  observers::EventSink sink = loop.MakeEventSink();
+  sink(observers::BusEvent::kDisconnected, "");
+  CHECK_FALSE(loop.readiness().ready);
+  CHECK(loop.readiness().reason.find("bus unreachable") == 0);
+  CHECK(metrics.Serialize().find("mesh_bus_connected 0") != std::string::npos);
+
+  sink(observers::BusEvent::kReconnected, "");
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  CHECK(runner.calls()[1].trigger == Trigger::kReconnect);
+  sink(observers::BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.DELETED.CONTROL");
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+  CHECK(runner.calls()[2].trigger == Trigger::kAdvisory);
+  // Traffic advisories wake nothing: the next pass is the one asked for.
+  sink(observers::BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SEAT_a.worker");
+  sink(observers::BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS");
+  CHECK(Forced(loop).pass_id == 4);
+  CHECK(loop.readiness().ready);
+  CHECK(metrics.Serialize().find("mesh_bus_connected 1") != std::string::npos);
+}
+
+TEST_CASE("Only lifecycle advisories wake passes", "[loop]") {
+  CHECK(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.STREAM.CREATED.SEAT_a"));
+  CHECK(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTS"));
+  CHECK(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.STREAM.UPDATED.DECL"));
+  CHECK(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS.ev_a_b_c"));
+  CHECK(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.CONSUMER.DELETED.SEAT_a.worker"));
+  CHECK(IsLifecycleAdvisory(""));  // unknown: assume it matters
+  CHECK_FALSE(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SEAT_a.worker"));
+  CHECK_FALSE(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.SEAT_a.worker"));
+  CHECK_FALSE(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS"));
+  CHECK_FALSE(IsLifecycleAdvisory("$JS.EVENT.ADVISORY.API"));
+}
+
+TEST_CASE("Health and readiness say why", "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  CHECK_FALSE(loop.health().alive);
+  runner.Close();
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  CHECK(loop.health().alive);
+  CHECK(loop.readiness().reason == "no pass has finished yet");
+
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id == 1) {
+      report.records_valid = false;
+      report.records_errors = {"modules[0].name: bad name", "nodes[1]: duplicate"};
+    }
+    if (call.pass_id == 2) report.status = Status(Errc::kUnavailable, "server not ready");
+    return report;
+  });
+  runner.Open();
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  Readiness readiness = loop.readiness();
+  CHECK_FALSE(readiness.ready);
+  CHECK(readiness.reason == "records invalid: modules[0].name: bad name (and 1 more)");
+
+  CHECK(Forced(loop).pass_id == 2);
+  readiness = loop.readiness();
+  CHECK_FALSE(readiness.ready);
+  CHECK(readiness.reason.find("last pass failed") == 0);
+  CHECK(readiness.reason.find("server not ready") != std::string::npos);
+
+  runner.SetBusConnected(false);
+  CHECK(Forced(loop).pass_id >= 3);
+  CHECK(loop.readiness().reason.find("bus unreachable") == 0);
+  runner.SetBusConnected(true);
+  // Pass 2 failed, so a retry may run too; the last forced pass is ok and ready.
+  Forced(loop);
+  CHECK(loop.readiness().ready);
+  CHECK(loop.readiness().reason == "ready");
+}
+
+TEST_CASE("The heartbeat goes stale while a pass hangs", "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.stale_after = milliseconds(100);
+  Loop loop(options, nullptr);
+  runner.Close();
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  REQUIRE(WaitFor([&] { return !loop.health().alive; }));
+  CHECK(loop.health().reason.find("pass 1 running") != std::string::npos);
+  runner.Open();
+  REQUIRE(WaitFor([&] { return loop.health().alive; }));
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test
