@@ -266,21 +266,6 @@ Status LoadSecrets(Settings& settings, const GetEnv& getenv) {
   return Status::Ok();
 }
 
-const char* PassSettingsHelp() {
-  return R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
-  --records FILE          the records file (JSON, contract version 1)
-  --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
-  --user NAME             the reconciler's own user (default mesh-reconciler)
-  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
-  --ca-file FILE          TLS: trust this CA for the bus
-                          (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
-  --users-file FILE       the users file nats-server includes (written atomically, mode 0600)
-  --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
-  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
-  --prune                 delete objects marked as ours that the records no longer derive
-  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
-  --json                  machine-readable output
-)";
-}
+const char* PassSettingsHelp() { return kPassSettingsHelpText; }
 
 }  // namespace mesh::reconciler

@@ -7,7 +7,9 @@
 // Thread-safety: plain values. ParseSettings reads the environment through `getenv`.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,7 +62,37 @@ Status LoadSecrets(Settings& settings, const GetEnv& getenv);
 // "30s", "5m", "1h", "250ms", "2h30m" -> duration; error otherwise.
 Result<std::chrono::milliseconds> ParseDuration(const std::string& text);
 
-// The help text of every pass setting, for each subcommand's --help.
+// The help text of every pass setting, for each subcommand's --help. The text is also a
+// constant so that help strings can be assembled at compile time (they are read by main.cc's
+// static command table, which must not depend on dynamic initialisation order).
+inline constexpr char kPassSettingsHelpText[] = R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
+  --records FILE          the records file (JSON, contract version 1)
+  --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
+  --user NAME             the reconciler's own user (default mesh-reconciler)
+  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
+  --ca-file FILE          TLS: trust this CA for the bus
+                          (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
+  --users-file FILE       the users file nats-server includes (written atomically, mode 0600)
+  --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
+  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
+  --prune                 delete objects marked as ours that the records no longer derive
+  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
+  --json                  machine-readable output
+)";
 const char* PassSettingsHelp();
+
+// Joins string literals at compile time, for help texts that include kPassSettingsHelpText:
+//   constexpr auto kText = JoinText("Usage: ...\n", kPassSettingsHelpText);
+//   const char* const kHelp = kText.data();  // constant-initialised
+template <size_t... N>
+constexpr std::array<char, (N + ... + 0) - sizeof...(N) + 1> JoinText(const char (&... parts)[N]) {
+  std::array<char, (N + ... + 0) - sizeof...(N) + 1> out{};
+  size_t at = 0;
+  auto append = [&](const char* part, size_t size) {
+    for (size_t i = 0; i + 1 < size; ++i) out[at++] = part[i];
+  };
+  (append(parts, N), ...);
+  return out;
+}
 
 }  // namespace mesh::reconciler
