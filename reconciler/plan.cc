@@ -1,0 +1,563 @@
+// Diff and plan (contract section 6). Pure: no I/O, no clock; the same inputs give the same
+// drift and the same actions, in the same order.
+//
+// Scope of what is compared:
+// - Streams: every desired stream; every observed stream carrying the ownership mark. A stream
+//   without the mark is never acted on (a desired name present without it is reported only).
+// - Consumers: only on owned streams (present with the mark, or about to be created). Ephemeral
+//   consumers (empty durable name) are ignored: clients create them for their own reads and
+//   they vanish on their own, so they are neither desired nor unexpected.
+// - The users file: bytes against the rendering, and whether the running server loaded it.
+#include "reconciler/plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace mesh::reconciler {
+namespace {
+
+using model::ConsumerSpec;
+using model::StreamSpec;
+using observers::ObservedConsumer;
+using observers::ObservedStream;
+
+constexpr const char* kNoMarkNote = "not managed (no ownership mark); never touched";
+constexpr const char* kStreamImmutableNote =
+    "retention and storage cannot change in place (server error 10052); "
+    "never deleted and recreated on its own";
+constexpr const char* kConsumerImmutableNote =
+    "ack, deliver and replay policy cannot change in place (server error 10012); "
+    "never deleted and recreated on its own";
+constexpr const char* kNotLoadedNote = "on disk as rendered, but not loaded by the server";
+
+using ConsumerKey = std::pair<StreamName, ConsumerName>;
+
+std::string ConsumerEntryName(const StreamName& stream, const ConsumerName& durable) {
+  return stream.str() + "/" + durable.str();
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  if (items.empty()) return "(none)";
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string OrNone(const std::string& text) {
+  return text.empty() ? "(none)" : text;
+}
+
+// -1 (and 0 for an age) mean "no limit" in the JetStream API.
+std::string Limit(int64_t value) {
+  return value < 0 ? "unlimited" : std::to_string(value);
+}
+
+std::string Duration(int64_t nanos) {
+  if (nanos <= 0) return "unlimited";
+  if (nanos % model::kNanosPerSecond == 0) {
+    return std::to_string(nanos / model::kNanosPerSecond) + "s";
+  }
+  return std::to_string(nanos) + "ns";
+}
+
+std::vector<std::string> SortedUnique(std::vector<std::string> items) {
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  return items;
+}
+
+// Appends a FieldDiff when wanted and found differ as shown (values that differ only in their
+// spelling of "no limit" are equal). Formats only values that differ: a converged pass formats
+// nothing.
+template <typename T, typename Format>
+void Compare(std::vector<FieldDiff>& out, const char* field, const T& wanted, const T& found,
+             Format format) {
+  if (wanted == found) return;
+  std::string w = format(wanted), f = format(found);
+  if (w != f) out.push_back({field, std::move(w), std::move(f)});
+}
+
+std::string Subjects(const std::vector<std::string>& subjects) {
+  return Join(SortedUnique(subjects));
+}
+template <typename E>
+std::string Api(E value) {
+  return model::ToApi(value);
+}
+std::string Number(int value) {
+  return std::to_string(value);
+}
+
+std::vector<FieldDiff> DiffStream(const StreamSpec& wanted, const StreamSpec& found) {
+  std::vector<FieldDiff> out;
+  Compare(out, "subjects", wanted.subjects, found.subjects, Subjects);
+  Compare(out, "retention", wanted.retention, found.retention, Api<model::Retention>);
+  Compare(out, "storage", wanted.storage, found.storage, Api<model::Storage>);
+  Compare(out, "replicas", wanted.replicas, found.replicas, Number);
+  Compare(out, "max_age", wanted.max_age_ns, found.max_age_ns, Duration);
+  Compare(out, "max_msgs", wanted.max_msgs, found.max_msgs, Limit);
+  Compare(out, "max_bytes", wanted.max_bytes, found.max_bytes, Limit);
+  Compare(out, "discard", wanted.discard, found.discard, Api<model::Discard>);
+  Compare(out, "description", wanted.description, found.description,
+          [](const std::string& s) { return s; });
+  return out;
+}
+
+std::vector<FieldDiff> DiffConsumer(const ConsumerSpec& wanted, const ConsumerSpec& found) {
+  std::vector<FieldDiff> out;
+  Compare(out, "filter_subject", wanted.filter_subject, found.filter_subject, OrNone);
+  Compare(out, "deliver_subject", wanted.deliver_subject, found.deliver_subject, OrNone);
+  Compare(out, "deliver_group", wanted.deliver_group, found.deliver_group, OrNone);
+  Compare(out, "ack_policy", wanted.ack, found.ack, Api<model::AckPolicy>);
+  Compare(out, "deliver_policy", wanted.deliver, found.deliver, Api<model::DeliverPolicy>);
+  Compare(out, "replay_policy", wanted.replay, found.replay, Api<model::ReplayPolicy>);
+  Compare(out, "ack_wait", wanted.ack_wait_ns, found.ack_wait_ns, Duration);
+  Compare(out, "max_deliver", wanted.max_deliver, found.max_deliver, Limit);
+  return out;
+}
+
+bool Touches(const std::vector<FieldDiff>& fields, std::initializer_list<const char*> names) {
+  for (const FieldDiff& f : fields) {
+    for (const char* name : names) {
+      if (f.field == name) return true;
+    }
+  }
+  return false;
+}
+
+// Which principals' entries differ between the rendering and the file found on disk. Only
+// "present" / "absent" / "differs": never a hash or any other entry content.
+std::vector<FieldDiff> DiffUsersFile(const model::RenderedUsersFile& rendered,
+                                     const std::string& found_bytes) {
+  const std::map<UserName, std::string> found = model::SplitUserBlocks(found_bytes);
+  if (found.empty()) {
+    return {{"file", "as rendered", "unparseable (no user entry recognised)"}};
+  }
+  std::set<UserName> users;
+  for (const auto& [user, block] : rendered.blocks) users.insert(user);
+  for (const auto& [user, block] : found) users.insert(user);
+  std::vector<FieldDiff> out;
+  for (const UserName& user : users) {
+    auto w = rendered.blocks.find(user);
+    auto f = found.find(user);
+    const std::string field = "principal " + user.str();
+    if (w == rendered.blocks.end()) {
+      out.push_back({field, "absent", "present"});
+    } else if (f == found.end()) {
+      out.push_back({field, "present", "absent"});
+    } else if (w->second != f->second) {
+      out.push_back({field, "present", "differs"});
+    }
+  }
+  if (out.empty()) out.push_back({"file", "as rendered", "differs outside the user entries"});
+  return out;
+}
+
+// Pointers to `items` sorted by `key` (a comparable value such as a tuple of references), for
+// lookups that neither copy names nor allocate per object: a converged pass over thousands of
+// consumers stays cheap. The items must outlive the index.
+template <typename T, typename KeyFn>
+class SortedIndex {
+ public:
+  SortedIndex(const std::vector<T>& items, KeyFn key) : key_(key) {
+    sorted_.reserve(items.size());
+    for (const T& item : items) sorted_.push_back(&item);
+    std::sort(sorted_.begin(), sorted_.end(),
+              [this](const T* a, const T* b) { return key_(*a) < key_(*b); });
+  }
+  template <typename K>
+  const T* Find(const K& wanted) const {
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), wanted,
+                               [this](const T* item, const K& k) { return key_(*item) < k; });
+    return it != sorted_.end() && !(wanted < key_(**it)) ? *it : nullptr;
+  }
+  const std::vector<const T*>& sorted() const { return sorted_; }
+
+ private:
+  KeyFn key_;
+  std::vector<const T*> sorted_;
+};
+
+auto StreamKey(const StreamSpec& s) {
+  return std::tie(s.name);
+}
+auto ObservedStreamKey(const ObservedStream& s) {
+  return std::tie(s.config.name);
+}
+auto ConsumerKeyOf(const ConsumerSpec& c) {
+  return std::tie(c.stream, c.durable);
+}
+auto ObservedConsumerKey(const ObservedConsumer& c) {
+  return std::tie(c.config.stream, c.config.durable);
+}
+
+class Planner {
+ public:
+  Planner(const model::DesiredState& desired, const model::RenderedUsersFile& rendered,
+          const observers::ObservedState& observed, const PlanOptions& options)
+      : desired_(desired), rendered_(rendered), observed_(observed), options_(options) {}
+
+  PlanResult Run() {
+    const int cluster = observed_.jetstream.cluster_size;
+    unsatisfiable_ = cluster > 0 && desired_.replicas > cluster;
+    if (unsatisfiable_) {
+      unsatisfiable_note_ = "records ask for " + std::to_string(desired_.replicas) +
+                            " replicas, the JetStream cluster has " + std::to_string(cluster) +
+                            " server" + (cluster == 1 ? "" : "s");
+      out_.problems.push_back(unsatisfiable_note_);
+    }
+    if (!options_.users_file_path.empty()) PlanUsersFile();
+    PlanStreams();
+    PlanConsumers();
+    AppendActions();
+    return std::move(out_);
+  }
+
+ private:
+  void PlanUsersFile() {
+    const observers::ObservedUsersFile& file = observed_.users_file;
+    DriftEntry entry;
+    entry.kind = ObjectKind::kUsersFile;
+    entry.name = options_.users_file_path;
+    entry.remedy = Remedy::kRewrite;
+    switch (file.state) {
+      case observers::ObservedUsersFile::State::kAbsent:
+        entry.state = DriftState::kMissing;
+        break;
+      case observers::ObservedUsersFile::State::kUnreadable:
+        entry.state = DriftState::kDiffers;
+        entry.fields.push_back({"file", "readable", "unreadable: " + file.error});
+        break;
+      case observers::ObservedUsersFile::State::kPresent:
+        if (file.bytes != rendered_.bytes) {
+          entry.state = DriftState::kDiffers;
+          entry.fields = DiffUsersFile(rendered_, file.bytes);
+        } else if (NotLoaded()) {
+          entry.state = DriftState::kDiffers;
+          entry.fields.push_back({"server", "loaded", "not loaded by the server"});
+          entry.remedy = Remedy::kReload;
+          entry.note = kNotLoadedNote;
+        } else {
+          return;
+        }
+        break;
+    }
+    Action action;
+    action.kind =
+        entry.remedy == Remedy::kReload ? ActionKind::kReloadServer : ActionKind::kWriteUsersFile;
+    action.name = entry.name;
+    if (action.kind == ActionKind::kWriteUsersFile) action.users_file_bytes = rendered_.bytes;
+    users_file_actions_.push_back(std::move(action));
+    out_.drift.push_back(std::move(entry));
+  }
+
+  bool NotLoaded() const {
+    const observers::ObservedServer& server = observed_.server;
+    return server.reachable && server.config_load_time_unix_ns > 0 &&
+           server.config_load_time_unix_ns < observed_.users_file.mtime_unix_ns;
+  }
+
+  void PlanStreams() {
+    const SortedIndex found(observed_.jetstream.streams, ObservedStreamKey);
+    const SortedIndex wanted(desired_.streams, StreamKey);
+    const std::string mark = model::OwnershipMark(desired_.mesh);
+    // Desired and unexpected entries are merged in name order.
+    std::map<StreamName, DriftEntry> entries;
+
+    for (const StreamSpec& spec : desired_.streams) {
+      const ObservedStream* observed = found.Find(StreamKey(spec));
+      if (observed == nullptr) {
+        missing_streams_.insert(spec.name);
+        owned_streams_.insert(spec.name);
+        DriftEntry entry =
+            Entry(ObjectKind::kStream, spec.name.str(), DriftState::kMissing, Remedy::kCreate);
+        if (unsatisfiable_) {
+          MarkUnsatisfiable(entry);
+        } else {
+          stream_creates_.push_back(StreamAction(ActionKind::kCreateStream, spec));
+        }
+        entries.emplace(spec.name, std::move(entry));
+        continue;
+      }
+      const StreamSpec& have = observed->config;
+      std::vector<FieldDiff> fields = DiffStream(spec, have);
+      if (have.description != mark) {
+        DriftEntry entry =
+            Entry(ObjectKind::kStream, spec.name.str(), DriftState::kDiffers, Remedy::kReportOnly);
+        entry.fields = std::move(fields);
+        entry.note = kNoMarkNote;
+        entries.emplace(spec.name, std::move(entry));
+        continue;
+      }
+      owned_streams_.insert(spec.name);
+      if (fields.empty()) continue;
+      DriftEntry entry =
+          Entry(ObjectKind::kStream, spec.name.str(), DriftState::kDiffers, Remedy::kUpdateInPlace);
+      const bool immutable = Touches(fields, {"retention", "storage"});
+      entry.fields = std::move(fields);
+      if (immutable) {
+        entry.remedy = Remedy::kReportOnly;
+        entry.note = kStreamImmutableNote;
+      } else if (unsatisfiable_) {
+        MarkUnsatisfiable(entry);
+      } else {
+        stream_updates_.push_back(StreamAction(ActionKind::kUpdateStream, spec));
+      }
+      entries.emplace(spec.name, std::move(entry));
+    }
+
+    for (const ObservedStream* observed : found.sorted()) {
+      const ObservedStream& s = *observed;
+      if (wanted.Find(ObservedStreamKey(s)) != nullptr || s.config.description != mark) continue;
+      owned_streams_.insert(s.config.name);
+      DriftEntry entry = UnexpectedEntry(ObjectKind::kStream, s.config.name.str());
+      if (entry.remedy == Remedy::kPrune) {
+        deleted_streams_.insert(s.config.name);
+        Action action;
+        action.kind = ActionKind::kDeleteStream;
+        action.name = s.config.name.str();
+        action.target_stream = s.config.name;
+        stream_deletes_.push_back(std::move(action));
+      }
+      entries.emplace(s.config.name, std::move(entry));
+    }
+    for (auto& [name, entry] : entries) out_.drift.push_back(std::move(entry));
+  }
+
+  void PlanConsumers() {
+    const SortedIndex found(observed_.jetstream.consumers, ObservedConsumerKey);
+    const SortedIndex wanted(desired_.consumers, ConsumerKeyOf);
+    std::map<ConsumerKey, DriftEntry> entries;
+
+    for (const ConsumerSpec& spec : desired_.consumers) {
+      if (owned_streams_.count(spec.stream) == 0) continue;  // its stream is not ours to touch
+      const ObservedConsumer* observed = found.Find(ConsumerKeyOf(spec));
+      if (observed == nullptr) {
+        DriftEntry entry =
+            Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
+                  DriftState::kMissing, Remedy::kCreate);
+        if (unsatisfiable_ && missing_streams_.count(spec.stream) != 0) {
+          MarkUnsatisfiable(entry);
+        } else {
+          consumer_creates_.push_back(ConsumerAction(ActionKind::kCreateConsumer, spec));
+        }
+        entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
+        continue;
+      }
+      std::vector<FieldDiff> fields = DiffConsumer(spec, observed->config);
+      if (fields.empty()) continue;
+      DriftEntry entry = Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
+                               DriftState::kDiffers, Remedy::kUpdateInPlace);
+      const bool immutable = Touches(fields, {"ack_policy", "deliver_policy", "replay_policy"});
+      entry.fields = std::move(fields);
+      if (immutable) {
+        entry.remedy = Remedy::kReportOnly;
+        entry.note = kConsumerImmutableNote;
+      } else {
+        consumer_updates_.push_back(ConsumerAction(ActionKind::kUpdateConsumer, spec));
+      }
+      entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
+    }
+
+    for (const ObservedConsumer* observed : found.sorted()) {
+      const ConsumerSpec& c = observed->config;
+      // Ephemeral consumers (no durable name) are ignored: see the file comment.
+      if (c.durable.empty() || owned_streams_.count(c.stream) == 0 ||
+          wanted.Find(ObservedConsumerKey(*observed)) != nullptr) {
+        continue;
+      }
+      const ConsumerKey key(c.stream, c.durable);
+      DriftEntry entry =
+          UnexpectedEntry(ObjectKind::kConsumer, ConsumerEntryName(key.first, key.second));
+      // Deleting the stream deletes its consumers: no separate action.
+      if (entry.remedy == Remedy::kPrune && deleted_streams_.count(key.first) == 0) {
+        Action action;
+        action.kind = ActionKind::kDeleteConsumer;
+        action.name = entry.name;
+        action.target_stream = key.first;
+        action.target_consumer = key.second;
+        consumer_deletes_.push_back(std::move(action));
+      }
+      entries.emplace(key, std::move(entry));
+    }
+    for (auto& [key, entry] : entries) out_.drift.push_back(std::move(entry));
+  }
+
+  void AppendActions() {
+    for (auto* list : {&users_file_actions_, &stream_creates_, &stream_updates_, &stream_deletes_,
+                       &consumer_creates_, &consumer_updates_, &consumer_deletes_}) {
+      for (Action& action : *list) out_.actions.push_back(std::move(action));
+    }
+  }
+
+  static DriftEntry Entry(ObjectKind kind, std::string name, DriftState state, Remedy remedy) {
+    DriftEntry entry;
+    entry.kind = kind;
+    entry.name = std::move(name);
+    entry.state = state;
+    entry.remedy = remedy;
+    return entry;
+  }
+
+  DriftEntry UnexpectedEntry(ObjectKind kind, std::string name) const {
+    const bool prune = options_.prune == Prune::kYes;
+    DriftEntry entry = Entry(kind, std::move(name), DriftState::kUnexpected,
+                             prune ? Remedy::kPrune : Remedy::kLeave);
+    entry.note = kind == ObjectKind::kStream
+                     ? "marked as ours, not derived from the records"
+                     : "durable consumer on a managed stream, not derived from the records";
+    if (!prune) entry.note += "; left alone (delete with --prune)";
+    return entry;
+  }
+
+  void MarkUnsatisfiable(DriftEntry& entry) const {
+    entry.remedy = Remedy::kUnsatisfiable;
+    entry.note = unsatisfiable_note_;
+  }
+
+  static Action StreamAction(ActionKind kind, const StreamSpec& spec) {
+    Action action;
+    action.kind = kind;
+    action.name = spec.name.str();
+    action.stream = spec;
+    return action;
+  }
+
+  static Action ConsumerAction(ActionKind kind, const ConsumerSpec& spec) {
+    Action action;
+    action.kind = kind;
+    action.name = ConsumerEntryName(spec.stream, spec.durable);
+    action.consumer = spec;
+    return action;
+  }
+
+  const model::DesiredState& desired_;
+  const model::RenderedUsersFile& rendered_;
+  const observers::ObservedState& observed_;
+  const PlanOptions& options_;
+
+  bool unsatisfiable_ = false;
+  std::string unsatisfiable_note_;
+  std::set<StreamName> owned_streams_;    // present with the mark, or desired and missing
+  std::set<StreamName> missing_streams_;  // desired and absent
+  std::set<StreamName> deleted_streams_;  // unexpected and pruned
+  std::vector<Action> users_file_actions_, stream_creates_, stream_updates_, stream_deletes_,
+      consumer_creates_, consumer_updates_, consumer_deletes_;
+  PlanResult out_;
+};
+
+}  // namespace
+
+const char* ToString(ObjectKind v) {
+  switch (v) {
+    case ObjectKind::kUsersFile:
+      return "users_file";
+    case ObjectKind::kStream:
+      return "stream";
+    case ObjectKind::kConsumer:
+      return "consumer";
+  }
+  return "?";
+}
+
+const char* ToString(DriftState v) {
+  switch (v) {
+    case DriftState::kMissing:
+      return "missing";
+    case DriftState::kDiffers:
+      return "differs";
+    case DriftState::kUnexpected:
+      return "unexpected";
+  }
+  return "?";
+}
+
+const char* ToString(Remedy v) {
+  switch (v) {
+    case Remedy::kCreate:
+      return "create";
+    case Remedy::kUpdateInPlace:
+      return "update_in_place";
+    case Remedy::kRewrite:
+      return "rewrite";
+    case Remedy::kReload:
+      return "reload";
+    case Remedy::kReportOnly:
+      return "report_only";
+    case Remedy::kUnsatisfiable:
+      return "unsatisfiable";
+    case Remedy::kPrune:
+      return "prune";
+    case Remedy::kLeave:
+      return "leave";
+  }
+  return "?";
+}
+
+const char* ToString(ActionKind v) {
+  switch (v) {
+    case ActionKind::kWriteUsersFile:
+      return "write_users_file";
+    case ActionKind::kReloadServer:
+      return "reload_server";
+    case ActionKind::kCreateStream:
+      return "create_stream";
+    case ActionKind::kUpdateStream:
+      return "update_stream";
+    case ActionKind::kDeleteStream:
+      return "delete_stream";
+    case ActionKind::kCreateConsumer:
+      return "create_consumer";
+    case ActionKind::kUpdateConsumer:
+      return "update_consumer";
+    case ActionKind::kDeleteConsumer:
+      return "delete_consumer";
+  }
+  return "?";
+}
+
+ObjectKind KindOf(ActionKind v) {
+  switch (v) {
+    case ActionKind::kWriteUsersFile:
+    case ActionKind::kReloadServer:
+      return ObjectKind::kUsersFile;
+    case ActionKind::kCreateStream:
+    case ActionKind::kUpdateStream:
+    case ActionKind::kDeleteStream:
+      return ObjectKind::kStream;
+    case ActionKind::kCreateConsumer:
+    case ActionKind::kUpdateConsumer:
+    case ActionKind::kDeleteConsumer:
+      return ObjectKind::kConsumer;
+  }
+  return ObjectKind::kStream;
+}
+
+const char* VerbOf(ActionKind v) {
+  switch (v) {
+    case ActionKind::kWriteUsersFile:
+      return "write";
+    case ActionKind::kReloadServer:
+      return "reload";
+    case ActionKind::kCreateStream:
+    case ActionKind::kCreateConsumer:
+      return "create";
+    case ActionKind::kUpdateStream:
+    case ActionKind::kUpdateConsumer:
+      return "update";
+    case ActionKind::kDeleteStream:
+    case ActionKind::kDeleteConsumer:
+      return "delete";
+  }
+  return "?";
+}
+
+PlanResult Plan(const model::DesiredState& desired, const model::RenderedUsersFile& rendered,
+                const observers::ObservedState& observed, const PlanOptions& options) {
+  return Planner(desired, rendered, observed, options).Run();
+}
+
+}  // namespace mesh::reconciler
