@@ -252,6 +252,8 @@ class Deriver {
     Principal& r =
         principals.Add(reconciler.user.str(), PrincipalKind::kReconciler, reconciler.credential);
     r.publish_allow = {"$JS.API.>"};
+    r.publish_allow.insert(r.publish_allow.end(), reconciler.extra_publish.begin(),
+                           reconciler.extra_publish.end());
     r.subscribe_allow = {InboxSubject(reconciler.user.str()), "$JS.EVENT.ADVISORY.>"};
 
     out.principals = std::move(principals).Sorted();

@@ -34,6 +34,7 @@ struct Bus {
   std::string account = "MESH";
   int replicas = 1;                        // 1, 3 or 5
   int64_t events_max_age_seconds = 604800;  // >= 120
+  bool operator==(const Bus&) const = default;
 };
 
 struct Controller {
@@ -41,11 +42,13 @@ struct Controller {
   Credential credential;
   std::vector<std::string> submits_to;  // seat names
   std::vector<FollowRef> follows;
+  bool operator==(const Controller&) const = default;
 };
 
 struct Node {
   std::string name;
   Credential credential;
+  bool operator==(const Node&) const = default;
 };
 
 struct Seat {
@@ -53,6 +56,7 @@ struct Seat {
   std::vector<std::string> accepts;  // work kinds
   std::vector<std::string> emits;    // events
   std::vector<std::string> uses;     // seat names
+  bool operator==(const Seat&) const = default;
 };
 
 struct Module {
@@ -60,11 +64,13 @@ struct Module {
   Credential credential;
   std::vector<Seat> seats;
   std::vector<FollowRef> follows;
+  bool operator==(const Module&) const = default;
 };
 
 struct Role {  // a mesh seat ("mesh-..."), held by nodes
   Seat seat;
   std::vector<std::string> holders;  // node names
+  bool operator==(const Role&) const = default;
 };
 
 struct Records {
@@ -75,6 +81,7 @@ struct Records {
   std::vector<Node> nodes;
   std::vector<Module> modules;
   std::vector<Role> roles;
+  bool operator==(const Records&) const = default;
 };
 
 struct ValidationError {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "observers/nats_error.h"
+#include "observers/tls_trust.h"
 #include "observers/url.h"
 
 namespace mesh::observers {
@@ -15,6 +17,8 @@ namespace {
 
 constexpr int64_t kReconnectWaitMs = 250;
 constexpr int kForever = -1;  // natsOptions_SetMaxReconnect: keep trying
+// How often RequestMany looks at the connection while it waits for answers.
+constexpr auto kConnectionCheck = std::chrono::milliseconds(50);
 
 struct OptionsDeleter {
   void operator()(natsOptions* p) const { natsOptions_Destroy(p); }
@@ -36,34 +40,6 @@ using ConnectionPtr = std::unique_ptr<natsConnection, ConnectionDeleter>;
 using SubscriptionPtr = std::unique_ptr<natsSubscription, SubscriptionDeleter>;
 using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
 using InboxPtr = std::unique_ptr<natsInbox, InboxDeleter>;
-
-Errc ErrcOf(natsStatus s) {
-  switch (s) {
-    case NATS_TIMEOUT:
-      return Errc::kTimeout;
-    case NATS_CONNECTION_AUTH_FAILED:
-    case NATS_NOT_PERMITTED:
-      return Errc::kRefused;
-    case NATS_INVALID_ARG:
-    case NATS_INVALID_SUBJECT:
-      return Errc::kInvalidArgument;
-    case NATS_SSL_ERROR:
-      return Errc::kIo;
-    default:
-      return Errc::kUnavailable;
-  }
-}
-
-// Captures cnats' thread-local error text: call right after the failing call.
-Status NatsError(natsStatus s, const std::string& context) {
-  const char* last = nats_GetLastError(nullptr);
-  std::string text = (last != nullptr && *last != '\0') ? last : natsStatus_GetText(s);
-  // cnats prefixes its source location, "(conn.c:1905): ": not for operators.
-  if (size_t end = text.find("): "); !text.empty() && text.front() == '(' && end != text.npos) {
-    text.erase(0, end + 3);
-  }
-  return Status(ErrcOf(s), context + ": " + text);
-}
 
 std::string JoinAddresses(const std::vector<std::string>& urls) {
   std::string joined;
@@ -145,6 +121,7 @@ struct BusConnection::Impl {
   uintptr_t sink_id = 0;
   std::vector<SubscriptionPtr> advisory_subscriptions;
   std::atomic<int64_t> requests_sent{0};
+  std::shared_ptr<const TlsObservations> tls;  // null on a plaintext connection
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -171,11 +148,13 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   impl.address = JoinAddresses(urls);
   if (urls.empty()) return Status(Errc::kInvalidArgument, "no bus address configured");
   const std::string context = "connect to " + impl.address;
-  if (!settings.pinned_cert_file.empty()) {
-    // TODO(pinning): accept exactly the certificate in pinned_cert_file
-    // (MESH_BROKER_CERTIFICATE) via natsOptions_SetSSLVerificationCallback. Until then refuse,
-    // rather than connect without the pin the operator asked for.
-    return Status(Errc::kInvalidArgument, context + ": certificate pinning is not supported yet");
+  const TlsMode tls_mode = TlsModeOf(settings);
+  if (tls_mode == TlsMode::kPinned) {
+    // Before cnats sends CONNECT (and the password) anywhere: see tls_trust.h.
+    if (Status s = PreflightPinned(urls, settings.pinned_cert_file, settings.connect_timeout);
+        !s.ok()) {
+      return Status(s.code(), context + ": " + s.message());
+    }
   }
   impl.sink_id = SinkRegistry::Get().Register(std::move(events));
   void* closure = reinterpret_cast<void*>(impl.sink_id);
@@ -202,18 +181,23 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(options.get(), kReconnectWaitMs);
   if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(options.get(), OnDisconnected, closure);
   if (s == NATS_OK) s = natsOptions_SetReconnectedCB(options.get(), OnReconnected, closure);
-  if (s == NATS_OK && !settings.ca_file.empty()) {
-    s = natsOptions_SetSecure(options.get(), true);
-    if (s == NATS_OK) {
-      s = natsOptions_LoadCATrustedCertificates(options.get(), settings.ca_file.c_str());
-    }
-  }
   if (s != NATS_OK) return NatsError(s, context);
+  if (tls_mode != TlsMode::kPlain) {
+    auto tls = InstallTlsTrust(options.get(), settings);
+    if (!tls.ok()) return Status(tls.status().code(), context + ": " + tls.status().message());
+    impl.tls = std::move(*tls);
+  }
 
   natsConnection* raw_connection = nullptr;
   s = natsConnection_Connect(&raw_connection, options.get());
   ConnectionPtr connection(raw_connection);
-  if (s != NATS_OK) return NatsError(s, context);
+  if (s != NATS_OK) {
+    Status error = NatsError(s, context);
+    if (impl.tls && !impl.tls->rejection().empty()) {
+      error = Status(Errc::kRefused, error.message() + ": " + impl.tls->rejection());
+    }
+    return error;
+  }
   impl.connection = std::move(connection);
   return bus;
 }
@@ -225,6 +209,15 @@ bool BusConnection::connected() const {
 std::string BusConnection::connected_url() const {
   return ConnectedUrl(impl_->connection.get());
 }
+
+std::optional<int64_t> BusConnection::certificate_expiry() const {
+  if (!impl_->tls) return std::nullopt;
+  const std::optional<CertificateFacts> presented = impl_->tls->presented();
+  if (!presented) return std::nullopt;
+  return presented->not_after_unix;
+}
+
+natsConnection* BusConnection::native_handle() const { return impl_->connection.get(); }
 
 int64_t BusConnection::requests_sent() const {
   return impl_->requests_sent.load();
@@ -260,9 +253,33 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
   }
 
   const int max_in_flight = std::max(1, impl.settings.max_in_flight);
+  const auto timeout = impl.settings.request_timeout;
   std::map<size_t, Clock::time_point> outstanding;  // index -> deadline
   size_t next = 0;
+  // Set when a request expired with no answer at all since it was sent: the bus stopped
+  // answering (a frozen server), so nothing more is sent into it.
+  bool stalled = false;
+  Clock::time_point last_answer = Clock::time_point::min();
+  auto fail_unsent = [&](const Status& why) {
+    for (; next < requests.size(); ++next) replies[next].status = why;
+  };
   while (next < requests.size() || !outstanding.empty()) {
+    if (!connected()) {
+      // cnats would queue what we publish until it reconnects and let every request run to its
+      // deadline: fail at once instead (the next pass sees what really happened).
+      for (const auto& [index, deadline] : outstanding) {
+        replies[index].status =
+            Status(Errc::kUnavailable, "connection to " + impl.address + " lost before the answer");
+      }
+      outstanding.clear();
+      fail_unsent(Status(Errc::kUnavailable, "not sent: not connected to " + impl.address));
+      break;
+    }
+    if (stalled) {
+      fail_unsent(Status(Errc::kUnavailable, "not sent: " + impl.address +
+                                                 " stopped answering (no answer within " +
+                                                 std::to_string(timeout.count()) + "ms)"));
+    }
     while (next < requests.size() && static_cast<int>(outstanding.size()) < max_in_flight) {
       const ApiRequest& request = requests[next];
       const std::string reply_subject = reply_prefix + "." + std::to_string(next);
@@ -273,7 +290,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
         replies[next].status = NatsError(s, "publish " + request.subject);
       } else {
         impl.requests_sent.fetch_add(1);
-        outstanding.emplace(next, Clock::now() + impl.settings.request_timeout);
+        outstanding.emplace(next, Clock::now() + timeout);
       }
       ++next;
     }
@@ -281,12 +298,15 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
 
     Clock::time_point earliest = Clock::time_point::max();
     for (const auto& [index, deadline] : outstanding) earliest = std::min(earliest, deadline);
+    // Wake at least every kConnectionCheck to notice a lost connection.
     const auto wait =
-        std::chrono::duration_cast<std::chrono::milliseconds>(earliest - Clock::now());
+        std::min(std::chrono::duration_cast<std::chrono::milliseconds>(earliest - Clock::now()),
+                 kConnectionCheck);
     natsMsg* raw_msg = nullptr;
     s = natsSubscription_NextMsg(&raw_msg, sub.get(), std::max<int64_t>(1, wait.count()));
     MsgPtr msg(raw_msg);
     if (s == NATS_OK) {
+      last_answer = Clock::now();
       const std::optional<size_t> index = ReplyIndex(natsMsg_GetSubject(msg.get()), reply_prefix);
       if (index && outstanding.erase(*index) == 1) {  // else a stray or late answer
         replies[*index].payload.assign(natsMsg_GetData(msg.get()),
@@ -304,6 +324,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
         ++it;
         continue;
       }
+      if (last_answer < it->second - timeout) stalled = true;  // silent since it was sent
       replies[it->first].status =
           Status(Errc::kTimeout, "no answer from " + requests[it->first].subject);
       it = outstanding.erase(it);

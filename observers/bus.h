@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nats/nats.h>
+
 #include "model/names.h"
 #include "model/result.h"
 
@@ -21,9 +23,12 @@ namespace mesh::observers {
 struct BusSettings {
   std::vector<std::string> urls;  // nats://host:port; never carry credentials
   std::string user = "mesh-reconciler";
-  std::string password;           // never logged
-  std::string ca_file;            // TLS: trust this CA
-  std::string pinned_cert_file;   // TLS: accept exactly this certificate (MESH_BROKER_CERTIFICATE)
+  std::string password;  // never logged
+  // TLS (observers/tls_trust.h, docs/tls.md); the pin wins when both are set.
+  std::string ca_file;           // trust the CAs of this PEM file only; the certificate must
+                                 // name the URL's host
+  std::string pinned_cert_file;  // accept exactly this certificate (MESH_BROKER_CERTIFICATE),
+                                 // whatever it names, within its validity window
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds connect_timeout{3000};
   int max_in_flight = 16;
@@ -45,6 +50,11 @@ using EventSink = std::function<void(BusEvent, const std::string& subject)>;
 class BusConnection {
  public:
   // Connects (with the inbox prefix "_INBOX.<user>"); the error names the address alone.
+  // With a pin, every configured server's certificate is first fetched and compared without
+  // sending CONNECT: a different one is refused (kRefused) with both SHA-256 fingerprints, before
+  // any credential leaves. With a pin or a CA file, the same check runs inside every TLS
+  // handshake cnats makes, reconnects included (cnats alone would also trust the system's CAs
+  // for any name).
   static Result<std::unique_ptr<BusConnection>> Connect(const BusSettings& settings,
                                                         EventSink events = nullptr);
   ~BusConnection();
@@ -56,12 +66,25 @@ class BusConnection {
 
   // Sends every request, keeping at most settings.max_in_flight outstanding, and returns the
   // replies in the same order. Each reply's status is independent: one timeout fails one reply.
+  // Two faults fail the batch fast instead of one timeout per request: the connection lost
+  // (outstanding and unsent requests fail kUnavailable at once), and a bus that stopped
+  // answering (a request expired with no answer to anything since it was sent: the requests
+  // not yet sent fail kUnavailable "not sent", those in flight run to their deadlines).
   std::vector<ApiReply> RequestMany(const std::vector<ApiRequest>& requests);
   ApiReply Request(const ApiRequest& request);
 
   // Subscribes the advisory subjects ($JS.EVENT.ADVISORY.STREAM.> and .CONSUMER.>) and
   // forwards each message to the EventSink as kAdvisory.
   Status SubscribeAdvisories();
+
+  // notAfter (Unix seconds) of the certificate the server presented on the latest TLS
+  // handshake; nullopt on a plaintext connection. The source of
+  // mesh_bus_certificate_expiry_timestamp_seconds. Thread-safe.
+  std::optional<int64_t> certificate_expiry() const;
+
+  // The cnats connection, for cnats APIs this class does not wrap (the lease's KV store). Owned
+  // by this object; use it from the owning thread only.
+  natsConnection* native_handle() const;
 
   // Total API requests sent since connect (for metrics and benchmarks).
   int64_t requests_sent() const;

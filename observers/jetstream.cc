@@ -187,6 +187,19 @@ Result<Page> ReadPage(const rapidjson::Document& doc, const char* items_key,
   return page;
 }
 
+// A clustered server answers a list without the objects whose leader did not describe them in
+// time (a leader moving, a member down) and names them in "missing": such an answer does not
+// say they are absent, so it is an error (the pass cannot observe), never drift.
+Status CheckComplete(const rapidjson::Document& doc, const std::string& what) {
+  const rapidjson::Value* missing = Member(doc, "missing");
+  if (missing == nullptr || !missing->IsArray() || missing->Empty()) return Status::Ok();
+  const rapidjson::Value& first = (*missing)[0];
+  return Status(Errc::kUnavailable,
+                what + ": " + std::to_string(missing->Size()) +
+                    " not described by their leaders in time (first: " +
+                    (first.IsString() ? first.GetString() : "?") + "); no leader yet?");
+}
+
 // Offsets of the pages after the first one, from the first page's total and limit.
 std::vector<int64_t> RemainingOffsets(const Page& first) {
   std::vector<int64_t> offsets;
@@ -213,6 +226,7 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
       if (!doc.ok()) return doc.status();
       auto page = ReadPage(*doc, "streams", kStreamList);
       if (!page.ok()) return page.status();
+      if (Status s = CheckComplete(*doc, kStreamList); !s.ok()) return s;
       if (page->items == nullptr) continue;
       for (const auto& item : page->items->GetArray()) {
         const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
@@ -277,6 +291,7 @@ Status ListConsumers(BusConnection& bus, ObservedJetStream& out) {
       }
       auto page = ReadPage(*doc, "consumers", requests[i].subject);
       if (!page.ok()) return page.status();
+      if (Status s = CheckComplete(*doc, requests[i].subject); !s.ok()) return s;
       if (page->items == nullptr) continue;
       for (const auto& item : page->items->GetArray()) {
         const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;

@@ -16,4 +16,40 @@ std::string StripUserInfo(std::string_view url) {
   return stripped;
 }
 
+std::optional<ServerAddress> ParseServerAddress(std::string_view url) {
+  const std::string stripped = StripUserInfo(url);
+  std::string_view rest = stripped;
+  std::string scheme = "nats";
+  if (const size_t end = rest.find("://"); end != std::string_view::npos) {
+    scheme = std::string(rest.substr(0, end));
+    rest.remove_prefix(end + 3);
+  }
+  if (const size_t end = rest.find_first_of("/?#"); end != std::string_view::npos) {
+    rest = rest.substr(0, end);
+  }
+  ServerAddress address;
+  std::string_view port;
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    address.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty() && rest.front() != ':') return std::nullopt;
+    if (!rest.empty()) port = rest.substr(1);
+  } else {
+    const size_t colon = rest.find(':');
+    address.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+  }
+  address.port = port.empty() ? "4222" : std::string(port);
+  if (address.host.empty()) return std::nullopt;
+  for (char c : address.port) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  const bool v6 = address.host.find(':') != std::string::npos;
+  address.url =
+      scheme + "://" + (v6 ? "[" + address.host + "]" : address.host) + ":" + address.port;
+  return address;
+}
+
 }  // namespace mesh::observers

@@ -119,9 +119,11 @@ std::vector<ActionOutcome> SendAll(const std::vector<Action>& actions,
                                    observers::BusConnection* bus) {
   std::vector<ActionOutcome> out;
   if (actions.empty()) return out;
-  if (bus == nullptr) {
+  // A connection lost (e.g. by an earlier batch) fails the batch at once rather than one request
+  // timeout at a time; the next pass reconnects.
+  if (bus == nullptr || !bus->connected()) {
     for (const Action& action : actions) {
-      out.push_back({action, Outcome::kFailed, 0, "not connected to the bus"});
+      out.push_back({action, Outcome::kFailed, 0, "not sent: not connected to the bus"});
     }
     return out;
   }

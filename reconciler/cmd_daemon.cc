@@ -12,6 +12,7 @@
 #include "reconciler/commands.h"
 #include "reconciler/http_handler.h"
 #include "reconciler/http_server.h"
+#include "reconciler/listener_tls.h"
 #include "reconciler/log.h"
 #include "reconciler/loop.h"
 #include "reconciler/metrics.h"
@@ -77,11 +78,13 @@ sigset_t BlockShutdownSignals() {
   return signals;
 }
 
-// POST <remote><path> with the bearer token of --token-file.
+// POST <remote><path> with the bearer token of --token-file. An https:// remote must present a
+// certificate for its host from the CA of --ca-file (or, without it, from a system CA).
 Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std::string& path,
                                              std::chrono::milliseconds timeout) {
   if (settings.remote.empty()) {
-    return Status(Errc::kInvalidArgument, "--remote URL is required (e.g. http://127.0.0.1:9464)");
+    return Status(Errc::kInvalidArgument,
+                  "--remote URL is required (e.g. http://127.0.0.1:9464 or https://...)");
   }
   if (settings.token_file.empty()) {
     return Status(Errc::kInvalidArgument, "--token-file FILE is required");
@@ -94,6 +97,7 @@ Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std
   call.method = "POST";
   call.url = base + path;
   call.headers = {{"Authorization", "Bearer " + *token}};
+  call.ca_file = settings.bus.ca_file;  // --ca-file: used for https:// remotes only
   return observers::HttpSend(call, timeout);
 }
 
@@ -128,7 +132,7 @@ during a pass are coalesced into one following pass. A failed pass is retried wi
 the endpoints are served and the reconciler keeps trying. Invalid records: the last valid ones
 stay in force, mesh_records_valid is 0 and /readyz says why.
 
-HTTP endpoints (--listen):
+HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /metrics          Prometheus metrics
   GET  /healthz          200 while the reconcile loop is alive
   GET  /readyz           200 when the records are valid, the bus is reachable and the last pass
@@ -142,6 +146,12 @@ Every POST needs "Authorization: Bearer <token>" with the token of --token-file.
 on an address other than loopback without --token-file is refused at start. A token file that
 becomes unreadable or empty turns the POSTs off (403) until it is fixed.
 
+HTTPS: --tls-cert and --tls-key (both or neither) serve every endpoint over TLS 1.2 or later
+only. The files are re-read when they change (checked at each new connection): a rotated
+certificate is presented from the next connection on; a replacement that cannot be used (bad
+PEM, a key that does not match) is logged and the previous certificate stays in force. Files
+that cannot be used at start are an error (exit 1).
+
 SIGTERM or SIGINT: the pass in flight may finish (for up to 3 s, else it is abandoned), then the
 connection is closed and the daemon exits 0.
 
@@ -151,6 +161,8 @@ connection is closed and the daemon exits 0.
 Daemon flags:
   --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
   --token-file FILE       the admin token for POSTs (re-read when the file changes)
+  --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
+  --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
   --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
   --log-level LEVEL       debug, info (default), warn or error
   --log-format FORMAT     logfmt (default) or json; one line per event on stderr
@@ -163,24 +175,29 @@ Exit codes: 0 stopped by a signal, 1 could not start, 64 usage error.
 const char* const kRunHelp = kRunHelpText.data();
 
 const char* const kHoldHelp =
-    R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--for 30m]
+    R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--ca-file FILE] [--for 30m]
 
 Asks a running daemon to observe only (report drift, repair nothing) for a while; the hold ends
 on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`.
 
-  --remote URL            the daemon, e.g. http://127.0.0.1:9464
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
   --token-file FILE       the daemon's admin token
+  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
+                          must name the URL's host; without it, the system's CAs
   --for DURATION          how long (e.g. 30m, 2h)
 
 Exit codes: 0 held, 1 error (unreachable daemon, refused token), 64 usage error.
 )";
 
-const char* const kReleaseHelp = R"(Usage: mesh-reconciler release --remote URL --token-file FILE
+const char* const kReleaseHelp =
+    R"(Usage: mesh-reconciler release --remote URL --token-file FILE [--ca-file FILE]
 
 Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile.
 
-  --remote URL            the daemon, e.g. http://127.0.0.1:9464
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
   --token-file FILE       the daemon's admin token
+  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
+                          must name the URL's host; without it, the system's CAs
 
 Exit codes: 0 released (or was not held), 1 error, 64 usage error.
 )";
@@ -192,8 +209,8 @@ int RunDaemon(Settings& settings) {
     return Fail(kCommand, secrets.message());
   }
   if (settings.records_path.empty()) return Usage(kCommand, "--records FILE is required");
-  if (!settings.tls_cert_file.empty() || !settings.tls_key_file.empty()) {
-    return Usage(kCommand, "--tls-cert/--tls-key: TLS on the HTTP listener is not supported yet");
+  if (settings.tls_cert_file.empty() != settings.tls_key_file.empty()) {
+    return Usage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
   }
   Result<ListenAddress> listen = ParseListenAddress(settings.listen);
   if (!listen.ok()) return Usage(kCommand, listen.status().message());
@@ -206,15 +223,23 @@ int RunDaemon(Settings& settings) {
                               " (not loopback) without --token-file");
   }
 
+  HttpServerOptions http_options;
+  if (!settings.tls_cert_file.empty()) {
+    Result<std::shared_ptr<ListenerTls>> tls =
+        ListenerTls::Load(settings.tls_cert_file, settings.tls_key_file);
+    if (!tls.ok()) return Fail(kCommand, tls.status().message());
+    http_options.tls = std::move(*tls);
+  }
+
   const sigset_t shutdown_signals = BlockShutdownSignals();
   Metrics metrics(MESH_RECONCILER_VERSION);
   LoopOptions options;
   options.interval = settings.interval;
   Loop loop(options, &metrics);
   DaemonHttpState state(loop, metrics, token);
-  Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state);
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state, http_options);
   if (!server.ok()) return Fail(kCommand, server.status().message());
-  Log(LogLevel::kInfo, 0, "serving HTTP",
+  Log(LogLevel::kInfo, 0, http_options.tls ? "serving HTTPS" : "serving HTTP",
       {{"address", listen->host},
        {"port", std::to_string((*server)->port())},
        {"admin", token.enabled() ? "token" : "disabled"},

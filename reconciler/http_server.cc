@@ -1,18 +1,25 @@
 #include "reconciler/http_server.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "reconciler/http_wire.h"
 #include "reconciler/log.h"
 
 namespace mesh::reconciler {
@@ -22,6 +29,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+namespace ssl = net::ssl;
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // After an error reply the connection is closed; what the client is still sending is read and
 // dropped for a moment first, so that the reply is not lost to a TCP reset.
@@ -38,43 +49,93 @@ struct Shared {
   std::atomic<size_t> connections{0};
 };
 
-bool IsParseError(const beast::error_code& ec) {
-  static const auto& category = http::make_error_code(http::error::bad_method).category();
-  return ec.category() == category && ec != http::error::end_of_stream &&
-         ec != http::error::partial_message;
+// OpenSSL refused the handshake because the client spoke plain HTTP.
+bool IsPlainHttp(const beast::error_code& ec) {
+  return ec.category() == net::error::get_ssl_category() &&
+         ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST;
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection, plain (PlainStream) or TLS (TlsStream). Runs on its own strand.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {
+  // `context`: the TLS credentials for this connection (null for plain HTTP).
+  Session(tcp::socket&& socket, std::shared_ptr<ssl::context> context,
+          std::shared_ptr<Shared> shared)
+      : context_(std::move(context)),
+        stream_(MakeStream(std::move(socket), context_.get())),
+        shared_(std::move(shared)) {
     ++shared_->connections;
   }
   ~Session() { --shared_->connections; }
 
   void Run() {
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Session::Read, shared_from_this()));
+    net::dispatch(Tcp().get_executor(),
+                  beast::bind_front_handler(&Session::Start, this->shared_from_this()));
   }
 
  private:
+  static Stream MakeStream(tcp::socket&& socket, ssl::context* context) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *context);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  void Start() {
+    if constexpr (kTls) {
+      Tcp().expires_after(shared_->options.handshake_timeout);
+      stream_.async_handshake(
+          ssl::stream_base::server,
+          beast::bind_front_handler(&Session::OnHandshake, this->shared_from_this()));
+    } else {
+      Read();
+    }
+  }
+
+  void OnHandshake(beast::error_code ec) {
+    if (!ec) return Read();
+    if (IsPlainHttp(ec)) return RefusePlainHttp();
+    // Scanners, wrong CAs, timeouts: routine, and the reason carries no secret.
+    Log(LogLevel::kDebug, 0, "TLS handshake failed", {{"error", ec.message()}});
+    Close();
+  }
+
+  // Answers in plaintext on the TCP layer below TLS, then closes.
+  void RefusePlainHttp() {
+    HttpReply reply;
+    reply.status = 400;
+    reply.body = "this listener speaks HTTPS: use https://\n";
+    Prepare(reply, 11, Persist::kClose);
+    Tcp().expires_after(shared_->options.write_timeout);
+    http::async_write(Tcp(), *response_,
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec) return self->Close();
+                        self->LingerTcp();
+                      });
+  }
+
   void Read() {
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(shared_->options.max_header_bytes));
-    parser_->body_limit(shared_->options.max_body_bytes);
-    stream_.expires_after(shared_->options.read_timeout);
+    ApplyLimits(*parser_, shared_->options);
+    Tcp().expires_after(shared_->options.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+                     beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, size_t) {
-    if (ec == http::error::body_limit) return Reject(413, "request body too large");
-    if (ec == http::error::header_limit) return Reject(431, "request header too large");
-    if (IsParseError(ec)) return Reject(400, "malformed request");
-    if (ec) return Close();  // end of stream, read timeout, reset
+    if (ec) {
+      std::optional<HttpReply> rejection = RejectionFor(ec);
+      if (!rejection) return Close();  // end of stream, read timeout, reset
+      return Write(*rejection, 11, Persist::kClose);
+    }
     const auto& message = parser_->get();
-    HttpRequest request{std::string(message.method_string()), std::string(message.target()),
-                        std::string(message[http::field::authorization]), message.body()};
+    const HttpRequest request = ToHttpRequest(message);
     HttpReply reply;
     try {
       reply = HandleRequest(shared_->state, request);
@@ -86,14 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(reply, message.version(), message.keep_alive() ? Persist::kKeepAlive : Persist::kClose);
   }
 
-  void Reject(int status, const char* why) {
-    HttpReply reply;
-    reply.status = status;
-    reply.body = std::string(why) + "\n";
-    Write(reply, 11, Persist::kClose);
-  }
-
-  void Write(const HttpReply& reply, unsigned version, Persist persist) {
+  void Prepare(const HttpReply& reply, unsigned version, Persist persist) {
     response_.emplace(static_cast<http::status>(reply.status), version);
     response_->set(http::field::server, "mesh-reconciler");
     response_->set(http::field::content_type, reply.content_type);
@@ -101,9 +155,14 @@ class Session : public std::enable_shared_from_this<Session> {
     response_->body() = reply.body;
     response_->keep_alive(persist == Persist::kKeepAlive);
     response_->prepare_payload();
-    stream_.expires_after(shared_->options.write_timeout);
-    http::async_write(stream_, *response_,
-                      beast::bind_front_handler(&Session::OnWrite, shared_from_this(), persist));
+  }
+
+  void Write(const HttpReply& reply, unsigned version, Persist persist) {
+    Prepare(reply, version, persist);
+    Tcp().expires_after(shared_->options.write_timeout);
+    http::async_write(
+        stream_, *response_,
+        beast::bind_front_handler(&Session::OnWrite, this->shared_from_this(), persist));
   }
 
   void OnWrite(Persist persist, beast::error_code ec, size_t) {
@@ -112,32 +171,43 @@ class Session : public std::enable_shared_from_this<Session> {
     Read();
   }
 
+  // Closes gracefully within kLingerTime in all: TLS sends its close_notify first.
   void Linger() {
+    Tcp().expires_after(kLingerTime);
+    if constexpr (kTls) {
+      stream_.async_shutdown(
+          [self = this->shared_from_this()](beast::error_code) { self->LingerTcp(); });
+    } else {
+      LingerTcp();
+    }
+  }
+
+  void LingerTcp() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.expires_after(kLingerTime);
+    Tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
     Drain();
   }
 
   void Drain() {
-    stream_.async_read_some(net::buffer(drain_),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->drained_ += n;
-                              if (ec || self->drained_ > kMaxLingerBytes) return self->Close();
-                              self->Drain();
-                            });
+    Tcp().async_read_some(net::buffer(drain_),
+                          [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                            self->drained_ += n;
+                            if (ec || self->drained_ > kMaxLingerBytes) return self->Close();
+                            self->Drain();
+                          });
   }
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    Tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Tcp().socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<ssl::context> context_;  // declared first: outlives the stream that uses it
+  Stream stream_;
   std::shared_ptr<Shared> shared_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::optional<http::response<http::string_body>> response_;
   std::array<char, 4096> drain_{};
   size_t drained_ = 0;
@@ -167,8 +237,12 @@ struct HttpServer::Impl {
       if (shared->connections.load() >= shared->options.max_connections) {
         beast::error_code ignored;
         socket.close(ignored);
+      } else if (shared->options.tls) {
+        std::make_shared<Session<TlsStream>>(std::move(socket), shared->options.tls->Current(),
+                                             shared)
+            ->Run();
       } else {
-        std::make_shared<Session>(std::move(socket), shared)->Run();
+        std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared)->Run();
       }
       Accept();
     });

@@ -3,6 +3,13 @@
 // No cnats call happens here, and nothing a client sends can reach the reconcile loop except
 // through HttpState.
 //
+// With TLS (HttpServerOptions::tls, listener_tls.h) every connection starts with a TLS handshake
+// that must finish within `handshake_timeout` (a client that opens TCP and never completes it is
+// cut off); each connection uses the certificate in force when it was accepted (a rotated one
+// from the next connection on). A plain HTTP request to a TLS listener gets a plaintext 400 that
+// says to use https://, then the connection is closed. After the handshake everything below
+// applies unchanged; an error reply is followed by a TLS close_notify.
+//
 // Per connection: a read deadline (a slow or silent client is cut off; others are served
 // meanwhile), a header limit and a body limit (413 for a body, 431 for headers over the limit),
 // 400 for a malformed request, then the connection is closed; keep-alive otherwise. At most
@@ -23,6 +30,7 @@
 
 #include "model/result.h"
 #include "reconciler/http_handler.h"
+#include "reconciler/listener_tls.h"
 
 namespace mesh::reconciler {
 
@@ -36,12 +44,16 @@ struct ListenAddress {
 Result<ListenAddress> ParseListenAddress(const std::string& text);
 
 struct HttpServerOptions {
-  std::chrono::milliseconds read_timeout{10000};  // the whole request, header and body
+  std::chrono::milliseconds handshake_timeout{10000};  // TLS only: from accept to handshake done
+  std::chrono::milliseconds read_timeout{10000};       // the whole request, header and body
   std::chrono::milliseconds write_timeout{10000};
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 48 * 1024;  // header + body at most 64 KiB
   size_t max_connections = 256;
   int threads = 4;
+  // Null: plain HTTP. Otherwise HTTPS with these (reloadable) credentials, shared with the
+  // daemon; the server calls Current() once per accepted connection.
+  std::shared_ptr<ListenerTls> tls;
 };
 
 class HttpServer {

@@ -12,6 +12,7 @@
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/users_file.h"
+#include "reconciler/lease_store.h"
 #include "reconciler/log.h"
 #include "reconciler/records_source.h"
 
@@ -26,6 +27,7 @@ model::ReconcilerIdentity Identity(const Settings& settings) {
   if (!settings.bus.password.empty()) {
     identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
   }
+  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
   return identity;
 }
 
@@ -72,6 +74,7 @@ struct Reconciler::Impl {
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
+  std::unique_ptr<LeaseKeeper> lease;  // with --lease
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
   std::optional<model::Records> derived_from;
@@ -233,6 +236,11 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   report.trigger = trigger;
   report.mode = mode;
   Log(LogLevel::kDebug, pass_id, "pass started", {{"trigger", ToString(trigger)}});
+  if (settings.lease == LeaseMode::kKv && !lease) {
+    lease = std::make_unique<LeaseKeeper>(LeaseSettings{
+        NewLeaseIdentity(), LeaseTtlFor(settings.interval), settings.bus.request_timeout});
+  }
+  if (lease) report.lease.role = LeaseRole::kUnknown;
   requests_before = bus ? bus->requests_sent() : 0;
   if (!Prepare(report)) {
     Finish(report, started);
@@ -245,14 +253,27 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     return report;
   }
   const PlanOptions options{settings.prune, settings.users_file};
+  if (lease) {
+    const LeaseRole before = lease->lease().state().role;
+    report.lease = lease->Round(bus->native_handle(), observers::JetStreamClusterSize(*observed),
+                                Clock::now());
+    if (report.lease.role != before) {
+      Log(LogLevel::kInfo, pass_id, "lease",
+          {{"role", ToString(report.lease.role)}, {"holder", report.lease.holder},
+           {"error", report.lease.error}});
+    }
+  }
   report.plan = Plan(desired, rendered, *observed, options);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
 
-  if (mode == ApplyMode::kApply && !report.plan.actions.empty()) {
+  // A standby (or an instance unsure of the lease) applies only its own users file.
+  const std::vector<Action> allowed =
+      ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
+  if (mode == ApplyMode::kApply && !allowed.empty()) {
     const ApplyTargets targets{bus.get(), settings.users_file, settings.pid_file,
                                settings.monitor_url};
-    report.outcomes = Apply(report.plan.actions, targets);
+    report.outcomes = Apply(allowed, targets);
     Result<observers::ObservedState> after = Observe(pass_id);
     if (!after.ok()) {
       report.status =

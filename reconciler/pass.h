@@ -20,6 +20,7 @@
 #include "model/result.h"
 #include "observers/bus.h"
 #include "reconciler/apply.h"
+#include "reconciler/lease.h"
 #include "reconciler/plan.h"
 #include "reconciler/settings.h"
 
@@ -55,6 +56,9 @@ struct PassReport {
   std::vector<std::string> remaining_problems;
   double duration_seconds = 0;
   int64_t api_requests = 0;
+  // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
+  // its lease round.
+  LeaseState lease;
   // Ok pass, nothing remaining, no failed action.
   bool converged() const;
   bool any_action_failed() const;

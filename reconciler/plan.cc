@@ -201,12 +201,17 @@ class Planner {
       : desired_(desired), rendered_(rendered), observed_(observed), options_(options) {}
 
   PlanResult Run() {
-    const int cluster = observed_.jetstream.cluster_size;
+    // The monitoring endpoint counts the cluster exactly; without it the bus shows a lower
+    // bound (the largest stream group), and the note says so.
+    const int cluster = observers::JetStreamClusterSize(observed_);
+    const bool exact = observed_.server.jetstream_cluster_size > 0;
     unsatisfiable_ = cluster > 0 && desired_.replicas > cluster;
     if (unsatisfiable_) {
-      unsatisfiable_note_ = "records ask for " + std::to_string(desired_.replicas) +
-                            " replicas, the JetStream cluster has " + std::to_string(cluster) +
-                            " server" + (cluster == 1 ? "" : "s");
+      unsatisfiable_note_ =
+          "records ask for " + std::to_string(desired_.replicas) + " replicas, the JetStream " +
+          (exact ? "cluster has " : "bus shows ") + std::to_string(cluster) + " server" +
+          (cluster == 1 ? "" : "s") +
+          (exact ? "" : " (a lower bound: give --monitor to count the cluster's servers)");
       out_.problems.push_back(unsatisfiable_note_);
     }
     if (!options_.users_file_path.empty()) PlanUsersFile();

@@ -1,6 +1,10 @@
 // Reading the records file from disk: the only I/O in front of model::ParseRecords.
 // The file is read whole, with a size check first (a file larger than kMaxRecordsBytes is
-// refused without reading it), so the parser never sees half a file.
+// refused without reading it), so the parser never sees half a file: a file modified less than
+// 100 ms ago is first left to settle (at most 1 s, then kUnavailable "still being written"),
+// and a file whose inode, size, mtime or ctime moved during the read is kUnavailable "changed
+// while being read". A writer that pauses longer than that mid-file, rewriting in place
+// without truncating, cannot be told from a finished one (docs/faults.md).
 //
 // Thread-safety: free function.
 #pragma once

@@ -70,6 +70,10 @@ const std::map<std::string, FlagSpec>& Flags() {
                    s.prune = Prune::kYes;
                    return std::string();
                  }}},
+      {"lease", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
+                   s.lease = LeaseMode::kKv;
+                   return std::string();
+                 }}},
       {"bcrypt-cost", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
                          try {
                            size_t used = 0;

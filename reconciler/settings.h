@@ -21,6 +21,7 @@
 namespace mesh::reconciler {
 
 enum class OutputFormat { kTable, kJson };
+enum class LeaseMode { kOff, kKv };  // --lease: act on JetStream only while holding the KV lease
 
 struct Settings {
   // Pass settings.
@@ -31,6 +32,7 @@ struct Settings {
   std::string pid_file;            // --pid-file: nats-server's pid file
   std::string monitor_url;         // --monitor: http://127.0.0.1:8222
   Prune prune = Prune::kNo;        // --prune
+  LeaseMode lease = LeaseMode::kOff;  // --lease (MESH_RECONCILER_LEASE=1)
   int bcrypt_cost = 10;            // --bcrypt-cost
   OutputFormat format = OutputFormat::kTable;  // --json
   std::string out;                 // --out FILE (render-users)
@@ -76,6 +78,8 @@ inline constexpr char kPassSettingsHelpText[] = R"(Pass settings (each also from
   --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
   --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
   --prune                 delete objects marked as ours that the records no longer derive
+  --lease                 several reconcilers on one cluster: only the holder of the JetStream
+                          KV lease acts on streams and consumers; each keeps its users file
   --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
   --json                  machine-readable output
 )";

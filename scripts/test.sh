@@ -1,18 +1,69 @@
 #!/usr/bin/env bash
-# The README's test command: installs what the tests need, builds, and runs every test.
-# Exits non-zero when any step or any test fails.
+# The README's test command: installs what the tests need, builds, and runs every test:
+#   1. main:  the whole suite (unit, integration against real nats-server / Prometheus,
+#             chart, alert rules, demo) on a RelWithDebInfo build with -Werror;
+#   2. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. tsan:  the loop / HTTP / daemon concurrency tests under ThreadSanitizer;
+#   4. fuzz:  each libFuzzer target for a bounded time (clang), starting from tests/fuzz/corpus.
+# Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main asan" runs a subset
+# (for local work; CI runs them all). MESH_FUZZ_SECONDS sets each fuzzer's time (default 60).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 jobs="${MESH_JOBS:-2}"
+stages="${MESH_TEST_STAGES:-main asan tsan fuzz}"
+fuzz_seconds="${MESH_FUZZ_SECONDS:-60}"
 
 bash scripts/install-deps.sh build test
 bash scripts/install-test-tools.sh
-
-echo "== build (RelWithDebInfo, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
-
-echo "== tests"
 export PATH="$root/.tools/bin:$PATH"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+
+stage() { echo; echo "======== $* ($(date -u +%H:%M:%S))"; }
+has_stage() { [[ " $stages " == *" $1 "* ]]; }
+
+if has_stage main; then
+  stage "main: build (RelWithDebInfo, -Werror)"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build -j"$jobs"
+  stage "main: tests"
+  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+fi
+
+if has_stage asan; then
+  stage "asan: build (AddressSanitizer + UndefinedBehaviorSanitizer)"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMESH_SANITIZE="address;undefined" -DMESH_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  stage "asan: tests"
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+fi
+
+if has_stage tsan; then
+  stage "tsan: build (ThreadSanitizer) of the concurrency tests"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMESH_SANITIZE="thread" -DMESH_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-tsan -j"$jobs" --target reconciler_tests observers_tests mesh-reconciler
+  stage "tsan: tests"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 900 \
+      -R '^(reconciler/.*(loop|http|daemon|metrics|Loop|Http|Daemon)|observers/.*(bus|Bus))'
+fi
+
+if has_stage fuzz; then
+  stage "fuzz: libFuzzer targets, ${fuzz_seconds}s each"
+  CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMESH_BUILD_FUZZ=ON -DMESH_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+  for target in build-fuzz/*_fuzz; do
+    name="$(basename "$target")"
+    corpus="$(mktemp -d)"
+    cp -r "tests/fuzz/corpus/${name%_fuzz}/." "$corpus/" 2>/dev/null || true
+    dict=(); [ -f "tests/fuzz/${name%_fuzz}.dict" ] && dict=(-dict="tests/fuzz/${name%_fuzz}.dict")
+    echo "-- $name"
+    "$target" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" \
+      -artifact_prefix="$root/build-fuzz/$name-" "$corpus" 2>&1 | tail -n 15
+    rm -rf "$corpus"
+  done
+fi
+stage "all stages passed: $stages"

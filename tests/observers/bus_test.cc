@@ -217,15 +217,6 @@ TEST_CASE("Credentials in a URL never reach an error message", "[observers][inte
   CHECK(message.find("pw-secret") == std::string::npos);
 }
 
-TEST_CASE("Pinned certificates are refused until pinning is implemented", "[observers]") {
-  BusSettings settings;
-  settings.urls = {"nats://127.0.0.1:4222"};
-  settings.pinned_cert_file = "/nonexistent/broker.pem";
-  auto bus = BusConnection::Connect(settings);
-  REQUIRE_FALSE(bus.ok());
-  CHECK(bus.status().code() == Errc::kInvalidArgument);
-}
-
 TEST_CASE("Advisories for streams reach the EventSink", "[observers][integration]") {
   auto server = StartServer();
   EventLog log;

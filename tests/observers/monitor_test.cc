@@ -61,7 +61,16 @@ TEST_CASE("HttpGet errors name the address and never the URL's credentials", "[o
   CHECK(message.find("hunter2") == std::string::npos);
   CHECK(message.find("user") == std::string::npos);
 
-  CHECK(HttpGet("https://127.0.0.1/varz", kTimeout).status().code() == Errc::kInvalidArgument);
+  // https:// is spoken too (verified TLS): its errors name the address the same way.
+  auto secure =
+      HttpGet("https://user:hunter2@127.0.0.1:" + std::to_string(closed) + "/varz", kTimeout);
+  REQUIRE_FALSE(secure.ok());
+  CHECK(secure.status().code() == Errc::kUnavailable);
+  CHECK(secure.status().message().find("https://127.0.0.1:" + std::to_string(closed) + "/varz") !=
+        std::string::npos);
+  CHECK(secure.status().message().find("hunter2") == std::string::npos);
+
+  CHECK(HttpGet("ftp://127.0.0.1/varz", kTimeout).status().code() == Errc::kInvalidArgument);
   CHECK(HttpGet("127.0.0.1:8222", kTimeout).status().code() == Errc::kInvalidArgument);
 }
 

@@ -16,5 +16,26 @@ TEST_CASE("StripUserInfo removes credentials and nothing else", "[observers]") {
   CHECK(StripUserInfo("") == "");
 }
 
+TEST_CASE("ParseServerAddress reads host and port, drops credentials", "[observers]") {
+  auto a = ParseServerAddress("nats://user:secret@bus.example:4333");
+  REQUIRE(a);
+  CHECK(a->host == "bus.example");
+  CHECK(a->port == "4333");
+  CHECK(a->url == "nats://bus.example:4333");
+  a = ParseServerAddress("tls://127.0.0.1");
+  REQUIRE(a);
+  CHECK(a->port == "4222");
+  CHECK(a->url == "tls://127.0.0.1:4222");
+  a = ParseServerAddress("[::1]:5000");
+  REQUIRE(a);
+  CHECK(a->host == "::1");
+  CHECK(a->url == "nats://[::1]:5000");
+  CHECK_FALSE(ParseServerAddress("nats://:4222"));
+  CHECK_FALSE(ParseServerAddress("nats://host:42x2"));
+  CHECK_FALSE(ParseServerAddress("nats://[::1"));
+  CHECK_FALSE(ParseServerAddress("::1:4222"));
+  CHECK_FALSE(ParseServerAddress(""));
+}
+
 }  // namespace
 }  // namespace mesh::observers

@@ -128,10 +128,13 @@ inline std::optional<double> MetricValue(const std::string& text, const std::str
 class DaemonProcess {
  public:
   // Starts `mesh-reconciler run <args> --listen 127.0.0.1:<free port>` and waits until
-  // /healthz answers 200. `env` entries are "NAME=value".
+  // /healthz answers 200. `env` entries are "NAME=value". A non-empty `ca_file`: the daemon
+  // serves HTTPS (its args carry --tls-cert/--tls-key) with a certificate from that CA.
   static std::unique_ptr<DaemonProcess> Start(const std::vector<std::string>& args,
-                                              const std::vector<std::string>& env) {
+                                              const std::vector<std::string>& env,
+                                              const std::string& ca_file = "") {
     std::unique_ptr<DaemonProcess> daemon(new DaemonProcess());
+    daemon->ca_file_ = ca_file;
     daemon->dir_ = mesh::testing::MakeTempDir("mesh-daemon");
     daemon->port_ = mesh::testing::FreePort();
     std::vector<std::string> all = {"run"};
@@ -146,7 +149,7 @@ class DaemonProcess {
         exited = true;
         return true;
       }
-      auto health = observers::HttpGet(daemon->url() + "/healthz", std::chrono::seconds(1));
+      auto health = daemon->Get("/healthz", std::chrono::seconds(1));
       return health.ok() && health->status == 200;
     });
     if (exited || !up) {
@@ -185,7 +188,10 @@ class DaemonProcess {
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return (ca_file_.empty() ? "http" : "https") + std::string("://127.0.0.1:") +
+           std::to_string(port_);
+  }
   std::string dir() const { return dir_; }
   std::string log_path() const { return dir_ + "/daemon.log"; }
   std::string log() const {
@@ -196,8 +202,12 @@ class DaemonProcess {
     }
   }
 
-  Result<observers::HttpResponse> Get(const std::string& path) const {
-    return observers::HttpGet(url() + path, kDaemonHttpTimeout);
+  Result<observers::HttpResponse> Get(
+      const std::string& path, std::chrono::milliseconds timeout = kDaemonHttpTimeout) const {
+    observers::HttpCall call;
+    call.url = url() + path;
+    call.ca_file = ca_file_;
+    return observers::HttpSend(call, timeout);
   }
   Result<observers::HttpResponse> Post(
       const std::string& path, const std::string& token,
@@ -205,6 +215,7 @@ class DaemonProcess {
     observers::HttpCall call;
     call.method = "POST";
     call.url = url() + path;
+    call.ca_file = ca_file_;
     if (!token.empty()) call.headers = {{"Authorization", "Bearer " + token}};
     return observers::HttpSend(call, timeout);
   }
@@ -218,6 +229,7 @@ class DaemonProcess {
  private:
   DaemonProcess() = default;
   std::string dir_;
+  std::string ca_file_;  // HTTPS when set
   int port_ = 0;
   pid_t pid_ = -1;
 };

@@ -3,43 +3,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "model/digest.h"
+#include "tests/support/http_fakes.h"
 
 namespace mesh::reconciler::test {
 namespace {
 
-constexpr char kToken[] = "s3cret-token-for-tests";
-
-// A fake daemon: canned answers, and a record of what was asked of it.
-class FakeState : public HttpState {
- public:
-  std::string MetricsText() const override { return "mesh_bus_connected 1\n"; }
-  Health health() const override { return health_; }
-  Readiness readiness() const override { return readiness_; }
-  std::shared_ptr<const std::string> LastReportJson() const override { return report_; }
-  std::optional<std::string> TokenDigest() const override { return digest_; }
-  Result<std::string> ForcePass() const override {
-    ++forced_;
-    return force_result_;
-  }
-  Result<HoldState> Hold(std::chrono::milliseconds duration) const override {
-    held_for_ = duration;
-    return HoldState{true, 1764413730123};
-  }
-  bool Release() const override {
-    ++released_;
-    return true;
-  }
-
-  Health health_{true, "alive"};
-  Readiness readiness_{true, "ready"};
-  std::shared_ptr<const std::string> report_;
-  std::optional<std::string> digest_ = model::Sha256(kToken);
-  Result<std::string> force_result_ = std::string("{\"pass_id\":9}");
-  mutable int forced_ = 0;
-  mutable int released_ = 0;
-  mutable std::optional<std::chrono::milliseconds> held_for_;
-};
+constexpr const char* kToken = mesh::testing::kFakeAdminToken;
+using FakeState = mesh::testing::FakeHttpState;
 
 HttpRequest Get(std::string target) {
   return {"GET", std::move(target), "", ""};

@@ -2,11 +2,6 @@
 // keep-alive, tokens, and a blocking handler that does not stop the others.
 #include "reconciler/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <future>
@@ -14,6 +9,7 @@
 
 #include "model/digest.h"
 #include "observers/monitor.h"
+#include "tests/reconciler/raw_client.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::reconciler::test {
@@ -64,49 +60,6 @@ class BlockingState : public HttpState {
   bool block_ = false;
 };
 
-// A raw client socket, for what a well-behaved HTTP client would not send.
-class RawClient {
- public:
-  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    REQUIRE(fd_ >= 0);
-    timeval tv{static_cast<time_t>(kClientTimeout.count()), 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~RawClient() { close(fd_); }
-
-  void Send(const std::string& bytes) {
-    size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return;  // the server may close early (a limit); what it said is read next
-      sent += static_cast<size_t>(n);
-    }
-  }
-  // Everything until the server closes the connection (or the receive timeout).
-  std::string ReadUntilClosed() {
-    std::string all;
-    char buf[4096];
-    while (true) {
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed_ = n == 0;
-        return all;
-      }
-      all.append(buf, static_cast<size_t>(n));
-    }
-  }
-  bool closed() const { return closed_; }
-
- private:
-  int fd_;
-  bool closed_ = false;
-};
-
 std::unique_ptr<HttpServer> StartServer(const HttpState& state, HttpServerOptions options = {}) {
   Result<std::unique_ptr<HttpServer>> server =
       HttpServer::Start({"127.0.0.1", 0, true}, state, options);
@@ -127,11 +80,6 @@ Result<observers::HttpResponse> PostWithToken(const HttpServer& server, const st
   call.url = Url(server, path);
   if (!token.empty()) call.headers = {{"Authorization", "Bearer " + token}};
   return observers::HttpSend(call, kClientTimeout);
-}
-
-int StatusOf(const std::string& response) {
-  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
-  return std::stoi(response.substr(9, 3));
 }
 
 TEST_CASE("ParseListenAddress reads host and port and knows loopback", "[http]") {

@@ -43,7 +43,9 @@ std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& option
   return cluster;
 }
 
-NatsCluster::~NatsCluster() { StopAll(); }
+NatsCluster::~NatsCluster() {
+  StopAll();
+}
 
 std::vector<std::string> NatsCluster::urls() const {
   std::vector<std::string> out;
@@ -51,7 +53,9 @@ std::vector<std::string> NatsCluster::urls() const {
   return out;
 }
 
-std::string NatsCluster::ServerName(size_t index) const { return names_.at(index); }
+std::string NatsCluster::ServerName(size_t index) const {
+  return names_.at(index);
+}
 
 size_t NatsCluster::IndexOf(const std::string& name) const {
   for (size_t i = 0; i < names_.size(); ++i) {
@@ -75,20 +79,35 @@ std::string NatsCluster::MetaLeaderSeenBy(size_t index) const {
   return leader->value.GetString();
 }
 
+bool NatsCluster::AgreeOnMetaLeader() const {
+  std::set<std::string> leaders;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i]->running()) continue;
+    const std::string leader = MetaLeaderSeenBy(i);
+    if (leader.empty()) return false;
+    leaders.insert(leader);
+  }
+  return leaders.size() == 1;
+}
+
 bool NatsCluster::WaitReady(std::chrono::milliseconds deadline) const {
   return WaitFor(
       [&] {
-        std::set<std::string> leaders;
-        for (size_t i = 0; i < members_.size(); ++i) {
-          if (!members_[i]->running()) continue;
-          if (!Healthy(*members_[i])) return false;
-          const std::string leader = MetaLeaderSeenBy(i);
-          if (leader.empty()) return false;
-          leaders.insert(leader);
+        for (const auto& member : members_) {
+          if (member->running() && !Healthy(*member)) return false;
         }
-        return leaders.size() == 1;
+        return AgreeOnMetaLeader();
       },
       deadline);
+}
+
+void NatsCluster::RequireRejoined(size_t healthy, std::chrono::milliseconds deadline) const {
+  const bool rejoined =
+      WaitFor([&] { return Healthy(*members_.at(healthy)) && AgreeOnMetaLeader(); }, deadline);
+  if (!rejoined) {
+    throw std::runtime_error("the member did not rejoin the JetStream cluster; logs:\n" +
+                             LogTails());
+  }
 }
 
 void NatsCluster::RequireReady(std::chrono::milliseconds deadline) const {

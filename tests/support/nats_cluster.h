@@ -46,6 +46,12 @@ class NatsCluster {
   bool WaitReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
   // Throws with the members' log tails when the cluster is not ready within `deadline`.
   void RequireReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
+  // Weaker, for a member that came back: every running member (it included) names the same
+  // meta leader, and member `healthy` answers /healthz ok. (On nats-server 2.9.10 a member
+  // restarted after SIGKILL may answer "consumer ... is not current" for minutes while idle
+  // consumers catch up, though the cluster serves every request.)
+  void RequireRejoined(size_t healthy,
+                       std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
 
   // The JetStream meta leader's server name as `index` sees it (empty when it sees none).
   std::string MetaLeaderSeenBy(size_t index) const;
@@ -60,6 +66,7 @@ class NatsCluster {
 
  private:
   NatsCluster() = default;
+  bool AgreeOnMetaLeader() const;  // every running member names the same meta leader
   std::string LogTails() const;
 
   std::vector<std::unique_ptr<NatsServer>> members_;

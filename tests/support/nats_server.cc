@@ -175,6 +175,7 @@ std::unique_ptr<NatsServer> NatsServer::Start(const NatsServerOptions& options) 
     }
     conf << "  ]\n}\n";
   }
+  conf << options.extra_config << "\n";
   conf << "include \"users.conf\"\n";
   WriteFile(server->main_config(), conf.str());
 

@@ -40,6 +40,8 @@ struct NatsServerOptions {
   std::vector<int> route_ports;
   std::string cluster_name = "mesh";
   bool wait_healthy = true;      // Start() waits for /healthz ok
+  // Appended to the main configuration, e.g. a `tls { cert_file: ..., key_file: ... }` block.
+  std::string extra_config;
 };
 
 class NatsServer {

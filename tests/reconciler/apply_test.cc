@@ -1,0 +1,424 @@
+// Apply: the atomic users-file write, the reload and its confirmation, and the JetStream API
+// actions with their outcomes (done / refused / failed / skipped), against a real nats-server
+// where the behaviour is the server's.
+#include "reconciler/apply.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "observers/jetstream.h"
+#include "observers/monitor.h"
+#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/bus_fixture.h"
+
+namespace mesh::reconciler {
+namespace {
+
+namespace fs = std::filesystem;
+using mesh::testing::MakeTempDir;
+using mesh::testing::NatsServer;
+using mesh::testing::ReadFile;
+using mesh::testing::WaitFor;
+using mesh::testing::WriteFile;
+
+// A temporary folder removed at the end of the test.
+struct TempDir {
+  std::string path = MakeTempDir("mesh-apply");
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::vector<std::string> Entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+int64_t LoadTime(const NatsServer& server) {
+  return observers::ObserveServer(server.monitor_url(), std::chrono::seconds(2))
+      .config_load_time_unix_ns;
+}
+
+Action WriteUsers(const std::string& path, const std::string& bytes) {
+  Action action;
+  action.kind = ActionKind::kWriteUsersFile;
+  action.name = path;
+  action.users_file_bytes = bytes;
+  return action;
+}
+
+model::StreamSpec TestStream(const std::string& name, const std::string& subject) {
+  model::StreamSpec spec;
+  spec.name = StreamName(name);
+  spec.subjects = {subject};
+  spec.retention = model::Retention::kWorkQueue;
+  spec.description = model::OwnershipMark("apply-test");
+  return spec;
+}
+
+model::ConsumerSpec TestConsumer(const std::string& stream, const std::string& durable) {
+  model::ConsumerSpec spec;
+  spec.stream = StreamName(stream);
+  spec.durable = ConsumerName(durable);
+  spec.deliver_subject = "mesh.in.test." + durable;
+  spec.max_deliver = 10;
+  return spec;
+}
+
+Action StreamAction(ActionKind kind, const model::StreamSpec& spec) {
+  Action action;
+  action.kind = kind;
+  action.name = spec.name.str();
+  action.stream = spec;
+  action.target_stream = kind == ActionKind::kDeleteStream ? spec.name : StreamName();
+  if (kind == ActionKind::kDeleteStream) action.stream.reset();
+  return action;
+}
+
+Action ConsumerAction(ActionKind kind, const model::ConsumerSpec& spec) {
+  Action action;
+  action.kind = kind;
+  action.name = spec.stream.str() + "/" + spec.durable.str();
+  if (kind == ActionKind::kDeleteConsumer) {
+    action.target_stream = spec.stream;
+    action.target_consumer = spec.durable;
+  } else {
+    action.consumer = spec;
+  }
+  return action;
+}
+
+std::vector<Outcome> Outcomes(const std::vector<ActionOutcome>& outcomes) {
+  std::vector<Outcome> out;
+  for (const auto& o : outcomes) out.push_back(o.outcome);
+  return out;
+}
+
+// ---------- the users file on disk ----------
+
+TEST_CASE("WriteFileAtomically writes a whole new file, mode 0600, leaving no temporary",
+          "[apply]") {
+  TempDir dir;
+  const std::string path = dir.path + "/users.conf";
+  REQUIRE(WriteFileAtomically(path, "first\n").ok());
+  CHECK(ReadFile(path) == "first\n");
+  CHECK((fs::status(path).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+
+  // Replacing an existing (world-readable) file: new bytes, new mode, same single entry.
+  chmod(path.c_str(), 0644);
+  const std::string big(1 << 20, 'x');
+  REQUIRE(WriteFileAtomically(path, big).ok());
+  CHECK(ReadFile(path) == big);
+  CHECK((fs::status(path).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(dir.Entries() == std::vector<std::string>{"users.conf"});
+}
+
+TEST_CASE("WriteFileAtomically failing leaves the old file intact and removes the temporary",
+          "[apply]") {
+  TempDir dir;
+  SECTION("the target cannot be replaced (a non-empty folder stands there)") {
+    const std::string path = dir.path + "/users.conf";
+    fs::create_directory(path);
+    WriteFile(path + "/keep", "old");
+    Status status = WriteFileAtomically(path, "new bytes");
+    CHECK_FALSE(status.ok());
+    CHECK(status.code() == Errc::kIo);
+    CHECK(status.message().find(path) != std::string::npos);
+    CHECK(ReadFile(path + "/keep") == "old");
+    CHECK(dir.Entries() == std::vector<std::string>{"users.conf"});
+  }
+  SECTION("the folder does not exist") {
+    Status status = WriteFileAtomically(dir.path + "/absent/users.conf", "new bytes");
+    CHECK(status.code() == Errc::kIo);
+    CHECK(dir.Entries().empty());
+  }
+}
+
+// ---------- signalling the server ----------
+
+TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process", "[apply]") {
+  TempDir dir;
+  const std::string pid_file = dir.path + "/nats.pid";
+
+  CHECK(SignalReload(pid_file).message().find("cannot read pid file") != std::string::npos);
+  for (const char* garbage : {"", "abc", "12abc", "-5", "0", "1", "99999999999999"}) {
+    WriteFile(pid_file, garbage);
+    INFO("pid file holds \"" << garbage << "\"");
+    Status status = SignalReload(pid_file);
+    CHECK_FALSE(status.ok());
+    CHECK(status.message().find("holds no pid") != std::string::npos);
+  }
+
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  WriteFile(pid_file, std::to_string(child) + "\n");
+  Status dead = SignalReload(pid_file);
+  CHECK(dead.code() == Errc::kUnavailable);
+  CHECK(dead.message().find(std::to_string(child)) != std::string::npos);
+}
+
+TEST_CASE("SignalReload sends SIGHUP to the process in the pid file", "[apply]") {
+  TempDir dir;
+  const std::string pid_file = dir.path + "/nats.pid";
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    signal(SIGHUP, SIG_DFL);
+    while (true) pause();
+  }
+  WriteFile(pid_file, std::to_string(child) + "\n");
+  REQUIRE(SignalReload(pid_file).ok());
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGHUP);
+}
+
+TEST_CASE("ConfirmReload never assumes: an unreachable monitor is a failure", "[apply]") {
+  const std::string nowhere = "http://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  Status status = ConfirmReload(nowhere, 0, std::chrono::milliseconds(300));
+  CHECK(status.code() == Errc::kUnavailable);
+  CHECK(status.message() == "reload not confirmed: monitor unreachable");
+}
+
+// ---------- apply without a server ----------
+
+TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stream are skipped",
+          "[apply]") {
+  const model::StreamSpec stream = TestStream("S1", "t.s1.>");
+  std::vector<Action> actions = {
+      StreamAction(ActionKind::kCreateStream, stream),
+      ConsumerAction(ActionKind::kCreateConsumer, TestConsumer("S1", "c1")),
+      ConsumerAction(ActionKind::kCreateConsumer, TestConsumer("S2", "c2")),
+  };
+  std::vector<ActionOutcome> outcomes = Apply(actions, ApplyTargets{});
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].action.name == "S1");
+  CHECK(outcomes[0].outcome == Outcome::kFailed);
+  CHECK(outcomes[0].detail == "not sent: not connected to the bus");
+  CHECK(outcomes[1].action.name == "S2/c2");
+  CHECK(outcomes[1].outcome == Outcome::kFailed);
+  CHECK(outcomes[2].action.name == "S1/c1");
+  CHECK(outcomes[2].outcome == Outcome::kSkipped);
+  CHECK(outcomes[2].detail == "stream S1 could not be created");
+}
+
+TEST_CASE("Apply writes the users file; without --pid-file the reload is skipped", "[apply]") {
+  TempDir dir;
+  ApplyTargets targets;
+  targets.users_file_path = dir.path + "/users.conf";
+  std::vector<ActionOutcome> outcomes =
+      Apply({WriteUsers(targets.users_file_path, "accounts {}\n")}, targets);
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].action.kind == ActionKind::kWriteUsersFile);
+  CHECK(outcomes[0].outcome == Outcome::kDone);
+  CHECK(outcomes[1].action.kind == ActionKind::kReloadServer);
+  CHECK(outcomes[1].outcome == Outcome::kSkipped);
+  CHECK(outcomes[1].detail.find("not requested") != std::string::npos);
+  CHECK(ReadFile(targets.users_file_path) == "accounts {}\n");
+
+  SECTION("a failed write skips the reload") {
+    targets.users_file_path = dir.path + "/absent/users.conf";
+    outcomes = Apply({WriteUsers(targets.users_file_path, "x")}, targets);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].outcome == Outcome::kFailed);
+  }
+}
+
+// ---------- against a real nats-server ----------
+
+struct Server {
+  std::unique_ptr<NatsServer> server;
+  std::unique_ptr<observers::BusConnection> bus;
+
+  Server() {
+    mesh::testing::NatsServerOptions options;
+    options.users_conf = mesh::testing::ReconcilerUsersConf();
+    server = NatsServer::Start(options);
+    auto connected = observers::BusConnection::Connect(mesh::testing::BusSettingsFor(*server));
+    REQUIRE(connected.ok());
+    bus = std::move(*connected);
+  }
+
+  ApplyTargets Targets() const {
+    ApplyTargets targets;
+    targets.bus = bus.get();
+    targets.users_file_path = server->users_file();
+    targets.pid_file = server->pid_file();
+    targets.monitor_url = server->monitor_url();
+    return targets;
+  }
+
+  observers::ObservedJetStream Observe() const {
+    auto observed = observers::ObserveJetStream(*bus);
+    REQUIRE(observed.ok());
+    return std::move(*observed);
+  }
+};
+
+TEST_CASE("ConfirmReload waits for the server's load time to move", "[apply][integration]") {
+  Server s;
+  const int64_t before = LoadTime(*s.server);
+  REQUIRE(before > 0);
+  Status early = ConfirmReload(s.server->monitor_url(), before, std::chrono::milliseconds(300));
+  CHECK(early.code() == Errc::kTimeout);
+  CHECK(early.message().find("reload not confirmed") != std::string::npos);
+  REQUIRE(SignalReload(s.server->pid_file()).ok());
+  CHECK(ConfirmReload(s.server->monitor_url(), before, std::chrono::seconds(10)).ok());
+  CHECK(LoadTime(*s.server) > before);
+}
+
+TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][integration]") {
+  Server s;
+  const int64_t before = LoadTime(*s.server);
+  // The same users with one more: the new user can connect only once the reload happened.
+  std::string conf = mesh::testing::ReconcilerUsersConf();
+  conf.insert(conf.find("{ user: \"admin\""), "{ user: \"late\", password: \"late-pw\" }\n      ");
+  std::vector<ActionOutcome> outcomes =
+      Apply({WriteUsers(s.server->users_file(), conf)}, s.Targets());
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].outcome == Outcome::kDone);
+  CHECK(outcomes[1].outcome == Outcome::kDone);
+  CHECK(outcomes[1].detail == "reload confirmed");
+  CHECK(LoadTime(*s.server) > before);
+  CHECK(
+      observers::BusConnection::Connect(mesh::testing::BusSettingsFor(*s.server, "late", "late-pw"))
+          .ok());
+
+  SECTION("pid file but no monitor: signalled, not confirmed, so failed") {
+    ApplyTargets targets = s.Targets();
+    targets.monitor_url.clear();
+    outcomes = Apply({WriteUsers(s.server->users_file(), conf)}, targets);
+    REQUIRE(outcomes.size() == 2);
+    CHECK(outcomes[0].outcome == Outcome::kDone);
+    CHECK(outcomes[1].outcome == Outcome::kFailed);
+    CHECK(outcomes[1].detail == "reload requested, not confirmed: no --monitor configured");
+  }
+}
+
+TEST_CASE("A reload the server rejects is reported as failed; the server keeps its users",
+          "[apply][integration]") {
+  Server s;
+  const int64_t before = LoadTime(*s.server);
+  ApplyTargets targets = s.Targets();
+  targets.reload_timeout = std::chrono::milliseconds(1500);
+  std::vector<ActionOutcome> outcomes =
+      Apply({WriteUsers(s.server->users_file(), "accounts { MESH { users: [ { user: \n")}, targets);
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[0].outcome == Outcome::kDone);
+  CHECK(outcomes[1].outcome == Outcome::kFailed);
+  CHECK(outcomes[1].detail.find("reload not confirmed") != std::string::npos);
+  CHECK(s.server->running());
+  CHECK(LoadTime(*s.server) == before);
+  // The old configuration is still in force.
+  CHECK(observers::BusConnection::Connect(mesh::testing::BusSettingsFor(*s.server)).ok());
+
+  // A good file afterwards is loaded and confirmed.
+  outcomes =
+      Apply({WriteUsers(s.server->users_file(), mesh::testing::ReconcilerUsersConf())}, targets);
+  REQUIRE(outcomes.size() == 2);
+  CHECK(outcomes[1].outcome == Outcome::kDone);
+}
+
+TEST_CASE("Apply creates, updates and deletes streams and consumers", "[apply][integration]") {
+  Server s;
+  model::StreamSpec a = TestStream("A", "t.a.*");
+  model::StreamSpec b = TestStream("B", "t.b.*");
+  model::ConsumerSpec a1 = TestConsumer("A", "a1");
+  a1.filter_subject = "t.a.one";  // a work queue takes several consumers only when filtered
+  model::ConsumerSpec a2 = TestConsumer("A", "a2");
+  a2.filter_subject = "t.a.two";
+  model::ConsumerSpec b1 = TestConsumer("B", "b1");
+  std::vector<ActionOutcome> outcomes =
+      Apply({StreamAction(ActionKind::kCreateStream, a), StreamAction(ActionKind::kCreateStream, b),
+             ConsumerAction(ActionKind::kCreateConsumer, a1),
+             ConsumerAction(ActionKind::kCreateConsumer, a2),
+             ConsumerAction(ActionKind::kCreateConsumer, b1)},
+            s.Targets());
+  CHECK(Outcomes(outcomes) == std::vector<Outcome>(5, Outcome::kDone));
+  observers::ObservedJetStream observed = s.Observe();
+  REQUIRE(observed.streams.size() == 2);
+  CHECK(observed.streams[0].config == a);
+  CHECK(observed.streams[1].config == b);
+  REQUIRE(observed.consumers.size() == 3);
+  CHECK(observed.consumers[0].config == a1);
+  CHECK(observed.consumers[1].config == a2);
+  CHECK(observed.consumers[2].config == b1);
+
+  // Updates in place: subjects and max age; the consumer's deliver subject and max deliver.
+  // Deleting B deletes b1 with it.
+  a.subjects = {"t.a.*", "t.a2.*"};
+  a.max_age_ns = 3600 * model::kNanosPerSecond;
+  a1.deliver_subject = "mesh.in.test.moved";
+  a1.max_deliver = 3;
+  outcomes = Apply(
+      {StreamAction(ActionKind::kUpdateStream, a), ConsumerAction(ActionKind::kUpdateConsumer, a1),
+       ConsumerAction(ActionKind::kDeleteConsumer, a2), StreamAction(ActionKind::kDeleteStream, b)},
+      s.Targets());
+  CHECK(Outcomes(outcomes) == std::vector<Outcome>(4, Outcome::kDone));
+  // Streams first, whatever the order given.
+  CHECK(outcomes[0].action.kind == ActionKind::kUpdateStream);
+  CHECK(outcomes[1].action.kind == ActionKind::kDeleteStream);
+  observed = s.Observe();
+  REQUIRE(observed.streams.size() == 1);
+  CHECK(observed.streams[0].config == a);
+  REQUIRE(observed.consumers.size() == 1);
+  CHECK(observed.consumers[0].config == a1);
+}
+
+TEST_CASE("Apply reports the server's refusals with their error codes", "[apply][integration]") {
+  Server s;
+  model::StreamSpec a = TestStream("A", "t.a.*");
+  REQUIRE(Outcomes(Apply({StreamAction(ActionKind::kCreateStream, a)}, s.Targets())) ==
+          std::vector<Outcome>{Outcome::kDone});
+
+  // A stream whose subjects overlap A's, and a consumer on it: refused, then skipped.
+  model::StreamSpec clash = TestStream("CLASH", "t.a.x");
+  // Retention cannot change in place.
+  model::StreamSpec a_limits = a;
+  a_limits.retention = model::Retention::kLimits;
+  std::vector<ActionOutcome> outcomes =
+      Apply({StreamAction(ActionKind::kCreateStream, clash),
+             StreamAction(ActionKind::kUpdateStream, a_limits),
+             ConsumerAction(ActionKind::kCreateConsumer, TestConsumer("CLASH", "c"))},
+            s.Targets());
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].outcome == Outcome::kRefused);
+  CHECK(outcomes[0].err_code == 10065);  // subjects overlap
+  CHECK_FALSE(outcomes[0].detail.empty());
+  CHECK(outcomes[1].outcome == Outcome::kRefused);
+  CHECK(outcomes[1].err_code == 10052);
+  CHECK(outcomes[2].outcome == Outcome::kSkipped);
+
+  // Deleting what is not there.
+  outcomes =
+      Apply({ConsumerAction(ActionKind::kDeleteConsumer, TestConsumer("A", "none"))}, s.Targets());
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].outcome == Outcome::kRefused);
+  CHECK(outcomes[0].err_code == 10014);  // consumer not found
+}
+
+TEST_CASE("Apply with the server gone: the actions fail, they are not assumed",
+          "[apply][integration]") {
+  Server s;
+  s.server->Stop();
+  std::vector<ActionOutcome> outcomes =
+      Apply({StreamAction(ActionKind::kCreateStream, TestStream("A", "t.a.*"))}, s.Targets());
+  REQUIRE(outcomes.size() == 1);
+  CHECK(outcomes[0].outcome == Outcome::kFailed);
+  CHECK_FALSE(outcomes[0].detail.empty());
+}
+
+}  // namespace
+}  // namespace mesh::reconciler

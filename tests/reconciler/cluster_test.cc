@@ -1,0 +1,256 @@
+// The reconciler against a 3-node JetStream cluster on loopback: replicas 3 created in one pass,
+// no false drift while a member is down and stream leaders move, nothing recreated when it
+// comes back, and everything restored after the whole cluster's storage is wiped.
+//
+// The reconciler is given every member's URL and watches member 0's monitoring endpoint (as a
+// sidecar watches its own server); the member taken down is never member 0.
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "observers/monitor.h"
+#include "reconciler/lease_store.h"
+#include "reconciler/pass.h"
+#include "tests/reconciler/cluster_fixtures.h"
+#include "tests/support/bus_fixture.h"
+#include "tests/support/nats_client.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kReplicas = kClusterReplicas;
+constexpr size_t kMonitored = 0;
+constexpr auto kSettleDeadline = seconds(120);  // for the cluster to settle after a change
+
+size_t CountActions(const PassReport& report, std::initializer_list<ActionKind> kinds) {
+  size_t n = 0;
+  for (const Action& action : report.plan.actions) {
+    for (ActionKind kind : kinds) n += action.kind == kind ? 1 : 0;
+  }
+  return n;
+}
+
+// Runs passes back to back until `wanted` of them have converged; returns every report. Passes
+// that cannot observe (no leader yet, the monitored server not ready) return at once, so the
+// bound is a deadline, not a number of passes.
+std::vector<PassReport> PassesUntilConverged(Reconciler& reconciler, uint64_t& pass_id,
+                                             int wanted = 1) {
+  std::vector<PassReport> reports;
+  int converged = 0;
+  const bool done = mesh::testing::WaitFor(
+      [&] {
+        reports.push_back(reconciler.RunPass(++pass_id, Trigger::kPeriodic, ApplyMode::kApply));
+        converged += reports.back().converged() ? 1 : 0;
+        return converged >= wanted;
+      },
+      kSettleDeadline);
+  INFO(reports.size() << " passes; the last:\n" << FormatReportTable(reports.back()));
+  REQUIRE(done);
+  return reports;
+}
+
+TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the next plans nothing",
+          "[cluster][integration]") {
+  ClusterMesh mesh(ClusterRecordsJson());
+  Reconciler reconciler(mesh.PassSettings(kMonitored));
+
+  PassReport first = reconciler.RunPass(1, Trigger::kOnce, ApplyMode::kApply);
+  INFO(FormatReportTable(first));
+  REQUIRE(first.status.ok());
+  CHECK(first.plan.problems.empty());  // replicas 3 is satisfiable on 3 servers
+  CHECK(CountActions(first, {ActionKind::kCreateStream}) == mesh.desired().streams.size());
+  CHECK(CountActions(first, {ActionKind::kCreateConsumer}) == mesh.desired().consumers.size());
+  CHECK_FALSE(first.any_action_failed());
+  CHECK(first.converged());
+
+  observers::ObservedJetStream observed = mesh.Observe();
+  REQUIRE(observed.streams.size() == mesh.desired().streams.size());
+  for (const observers::ObservedStream& stream : observed.streams) {
+    INFO(stream.config.name.str());
+    CHECK(stream.config.replicas == kReplicas);
+    CHECK(mesh.cluster().IndexOf(stream.leader) < mesh.cluster().size());
+  }
+  CHECK(observed.consumers.size() == mesh.desired().consumers.size());
+  // The cluster's size, from the bus (largest stream group) and from the monitoring endpoint.
+  CHECK(observed.cluster_size == 3);
+  for (size_t i = 0; i < mesh.cluster().size(); ++i) {
+    observers::ObservedServer server =
+        observers::ObserveServer(mesh.cluster().member(i).monitor_url(), seconds(2));
+    CHECK(server.jetstream_cluster_size == 3);
+  }
+
+  PassReport second = reconciler.RunPass(2, Trigger::kPeriodic, ApplyMode::kApply);
+  INFO(FormatReportTable(second));
+  REQUIRE(second.status.ok());
+  CHECK(second.plan.actions.empty());
+  CHECK(second.plan.drift.empty());
+  CHECK(second.converged());
+}
+
+TEST_CASE("A cluster member down: no false drift while leaders move; back up: nothing recreated",
+          "[cluster][integration]") {
+  ClusterMesh mesh(ClusterRecordsJson());
+  Reconciler reconciler(mesh.PassSettings(kMonitored));
+  uint64_t pass_id = 0;
+  PassesUntilConverged(reconciler, pass_id);
+
+  // Take down the member (never the monitored one) that leads the most streams.
+  std::map<size_t, int> led;
+  for (const auto& stream : mesh.Observe().streams) ++led[mesh.cluster().IndexOf(stream.leader)];
+  size_t victim = 1;
+  for (size_t i = 1; i < mesh.cluster().size(); ++i) {
+    if (led[i] > led[victim]) victim = i;
+  }
+  const std::string victim_name = mesh.cluster().ServerName(victim);
+  INFO("killing " << victim_name << ", leader of " << led[victim] << " streams");
+  mesh.cluster().member(victim).Kill();
+
+  // Passes go on at once, while the victim's streams elect new leaders: some passes cannot
+  // observe (no answer yet, the monitored server not ready), but none may mistake a leaderless
+  // stream for a missing one.
+  std::vector<PassReport> during = PassesUntilConverged(reconciler, pass_id, 3);
+  size_t failed = 0;
+  for (const PassReport& report : during) {
+    INFO("pass " << report.pass_id << ":\n" << FormatReportTable(report));
+    CHECK(report.plan.actions.empty());
+    CHECK(report.outcomes.empty());
+    failed += report.status.ok() ? 0 : 1;
+  }
+  INFO(failed << " of " << during.size() << " passes could not observe while leaders moved");
+  for (const auto& stream : mesh.Observe().streams) {
+    INFO(stream.config.name.str());
+    CHECK(stream.leader != victim_name);  // the victim's streams have new leaders
+    CHECK(stream.config.replicas == kReplicas);
+  }
+
+  mesh.cluster().member(victim).Restart();
+  mesh.cluster().RequireRejoined(kMonitored);
+  std::vector<PassReport> after = PassesUntilConverged(reconciler, pass_id);
+  for (const PassReport& report : after) {
+    INFO("pass " << report.pass_id << ":\n" << FormatReportTable(report));
+    CHECK(CountActions(report, {ActionKind::kCreateStream, ActionKind::kCreateConsumer}) == 0);
+    CHECK(report.plan.actions.empty());
+  }
+  PassReport steady = reconciler.RunPass(++pass_id, Trigger::kPeriodic, ApplyMode::kApply);
+  INFO(FormatReportTable(steady));
+  CHECK(steady.converged());
+  CHECK(steady.plan.actions.empty());
+}
+
+TEST_CASE("The whole cluster's storage wiped: one pass brings everything back",
+          "[cluster][integration]") {
+  ClusterMesh mesh(ClusterRecordsJson());
+  Reconciler reconciler(mesh.PassSettings(kMonitored));
+  uint64_t pass_id = 0;
+  PassesUntilConverged(reconciler, pass_id);
+
+  mesh.cluster().StopAll();
+  mesh.cluster().WipeAllStores();
+  mesh.cluster().StartStopped();
+  mesh.cluster().RequireReady();
+  CHECK(mesh.Observe().streams.empty());
+
+  // The reconciler's connection comes back on its own. The first pass that can observe finds
+  // everything missing and creates it all; its own re-observation may still fail while the new
+  // groups elect leaders, so it is followed by passes until one converges, creating nothing.
+  std::vector<PassReport> reports = PassesUntilConverged(reconciler, pass_id);
+  std::vector<const PassReport*> acting;
+  for (const PassReport& report : reports) {
+    if (!report.outcomes.empty()) acting.push_back(&report);
+  }
+  REQUIRE(acting.size() == 1);
+  const PassReport& restore = *acting.front();
+  INFO(FormatReportTable(restore));
+  CHECK(CountActions(restore, {ActionKind::kCreateStream}) == mesh.desired().streams.size());
+  CHECK(CountActions(restore, {ActionKind::kCreateConsumer}) == mesh.desired().consumers.size());
+  CHECK(restore.outcomes.size() == restore.plan.actions.size());
+  CHECK_FALSE(restore.any_action_failed());
+
+  observers::ObservedJetStream observed = mesh.Observe();
+  CHECK(observed.streams.size() == mesh.desired().streams.size());
+  CHECK(observed.consumers.size() == mesh.desired().consumers.size());
+  for (const auto& stream : observed.streams) CHECK(stream.config.replicas == kReplicas);
+
+  PassReport next = reconciler.RunPass(++pass_id, Trigger::kPeriodic, ApplyMode::kApply);
+  INFO(FormatReportTable(next));
+  CHECK(next.converged());
+  CHECK(next.plan.actions.empty());
+}
+
+// The lease bucket's stream as the server reports it: its replicas and its leader's name.
+struct BucketView {
+  int replicas = 0;
+  std::string leader;
+};
+BucketView ViewBucket(observers::BusConnection& bus) {
+  observers::ApiReply reply =
+      bus.Request({std::string("$JS.API.STREAM.INFO.KV_") + kLeaseBucket, ""});
+  REQUIRE(reply.status.ok());
+  rapidjson::Document doc;
+  doc.Parse(reply.payload.c_str());
+  INFO(reply.payload);
+  REQUIRE((doc.IsObject() && doc.HasMember("config") && doc.HasMember("cluster")));
+  BucketView view;
+  view.replicas = doc["config"]["num_replicas"].GetInt();
+  if (doc["cluster"].HasMember("leader")) view.leader = doc["cluster"]["leader"].GetString();
+  return view;
+}
+
+TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas; its holder outlasts a member",
+          "[cluster][lease][integration]") {
+  ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
+  // Long enough that the bucket's new leader is elected before an unrenewed entry ages out.
+  constexpr milliseconds kTtl{10000};
+  auto connect = [&] {
+    return mesh::testing::ConnectNats(mesh.cluster().urls(), mesh::testing::kReconcilerUser,
+                                      mesh::testing::kReconcilerPassword);
+  };
+  mesh::testing::NatsConnectionPtr a_connection = connect();
+  mesh::testing::NatsConnectionPtr b_connection = connect();
+  LeaseKeeper a(LeaseSettings{"pod-a-0000000a", kTtl, seconds(2)});
+  LeaseKeeper b(LeaseSettings{"pod-b-0000000b", kTtl, seconds(2)});
+  const int cluster_size = static_cast<int>(mesh.cluster().size());
+
+  LeaseState first = a.Round(a_connection.get(), cluster_size, LeaseClock::now());
+  INFO(first.error);
+  REQUIRE(first.role == LeaseRole::kHolder);
+  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now()).role == LeaseRole::kStandby);
+
+  auto admin = observers::BusConnection::Connect(
+      mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
+  REQUIRE(admin.ok());
+  BucketView bucket = ViewBucket(**admin);
+  CHECK(bucket.replicas == kMaxLeaseReplicas);
+  const size_t victim = mesh.cluster().IndexOf(bucket.leader);
+  REQUIRE(victim < mesh.cluster().size());
+  if (victim == 0) {
+    // Keep the admin connection on a member that stays up.
+    admin = observers::BusConnection::Connect(
+        mesh::testing::BusSettingsFor(mesh.cluster().member(1), "admin", "admin"));
+    REQUIRE(admin.ok());
+  }
+  mesh.cluster().member(victim).Kill();
+
+  // Both keep trying, round after round: a holds again once the bucket has a new
+  // leader, and b never holds meanwhile.
+  int rounds = 0;
+  const bool held_again = mesh::testing::WaitFor(
+      [&] {
+        LeaseState mine = a.Round(a_connection.get(), cluster_size, LeaseClock::now());
+        LeaseState other = b.Round(b_connection.get(), cluster_size, LeaseClock::now());
+        CHECK(other.role != LeaseRole::kHolder);
+        ++rounds;
+        return mine.role == LeaseRole::kHolder;
+      },
+      seconds(60));
+  CHECK(held_again);
+  INFO(rounds << " rounds");
+  CHECK(ViewBucket(**admin).leader != mesh.cluster().ServerName(victim));
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test

@@ -1,0 +1,335 @@
+// The lease: its decisions against a fake KV key with a test-driven clock (acquire, renew,
+// expiry, lost answers, an unreachable store), the gate on a pass's actions, and the real
+// JetStream KV store on a real nats-server, where two instances compete for it with the
+// reconciler's own restricted permissions.
+#include "reconciler/lease.h"
+
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "observers/bus.h"
+#include "observers/jetstream.h"
+#include "reconciler/lease_store.h"
+#include "tests/support/bus_fixture.h"
+#include "tests/support/nats_client.h"
+#include "tests/support/nats_server.h"
+
+namespace mesh::reconciler {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = LeaseClock;
+
+constexpr milliseconds kTtl{4000};
+
+// The KV key as the server keeps it: history 1, entries aged out `ttl` after they were stored,
+// compare-and-set on the last revision. Time is the test's; failures are injected.
+class FakeStore : public LeaseStore {
+ public:
+  explicit FakeStore(Clock::time_point start) : now(start) {}
+
+  Result<uint64_t> Create(const std::string& holder) override { return Write(holder, 0); }
+  Result<uint64_t> Update(const std::string& holder, uint64_t last_revision) override {
+    return Write(holder, last_revision);
+  }
+  Result<std::optional<LeaseEntry>> Get() override {
+    ++reads;
+    if (unreachable) return Status(Errc::kTimeout, "no answer");
+    if (!Live()) return std::optional<LeaseEntry>();
+    return std::optional<LeaseEntry>(entry);
+  }
+  milliseconds ttl() const override { return kTtl; }
+
+  bool Live() const { return entry.revision != 0 && now < stored_at + kTtl; }
+
+  Clock::time_point now;
+  bool unreachable = false;
+  int lose_answers = 0;  // writes that are stored but answered with a timeout
+  int writes = 0;
+  int reads = 0;
+  LeaseEntry entry;
+  Clock::time_point stored_at{};
+  uint64_t sequence = 0;
+
+ private:
+  Result<uint64_t> Write(const std::string& holder, uint64_t expected) {
+    ++writes;
+    if (unreachable) return Status(Errc::kTimeout, "no answer");
+    const uint64_t last = Live() ? entry.revision : 0;
+    if (last != expected) return Status(Errc::kRefused, "wrong last sequence");
+    entry = {holder, ++sequence};
+    stored_at = now;
+    if (lose_answers > 0) {
+      --lose_answers;
+      return Status(Errc::kTimeout, "no answer");
+    }
+    return entry.revision;
+  }
+};
+
+const Clock::time_point kStart = Clock::time_point() + seconds(1000);
+
+TEST_CASE("The first instance acquires the lease; a second one is standby and names it",
+          "[lease]") {
+  FakeStore store(kStart);
+  Lease a("pod-a-00000001");
+  Lease b("pod-b-00000002");
+  CHECK_FALSE(a.MayAct(kStart));  // no round yet
+
+  LeaseState held = a.TryAcquireOrRenew(store, kStart);
+  CHECK(held.role == LeaseRole::kHolder);
+  CHECK(held.holder == "pod-a-00000001");
+  CHECK(held.revision == 1);
+  CHECK(a.MayAct(kStart));
+
+  LeaseState other = b.TryAcquireOrRenew(store, kStart);
+  CHECK(other.role == LeaseRole::kStandby);
+  CHECK(other.holder == "pod-a-00000001");
+  CHECK_FALSE(b.MayAct(kStart));
+  CHECK(store.entry.holder == "pod-a-00000001");  // b wrote nothing over it
+}
+
+TEST_CASE("The holder renews with its last revision and may act for 3/4 of the time to live",
+          "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  Lease b("b-2");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+  CHECK(a.MayAct(kStart + kTtl * 3 / 4 - milliseconds(1)));
+  CHECK_FALSE(a.MayAct(kStart + kTtl * 3 / 4));
+
+  // Renewing every half time to live for a long while: a keeps it, b never gets it.
+  for (int i = 1; i <= 20; ++i) {
+    store.now = kStart + i * kTtl / 2;
+    const int writes_before = store.writes;
+    LeaseState renewed = a.TryAcquireOrRenew(store, store.now);
+    CHECK(renewed.role == LeaseRole::kHolder);
+    CHECK(renewed.revision == static_cast<uint64_t>(i + 1));
+    CHECK(store.writes == writes_before + 1);  // one update, no read
+    CHECK(b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kStandby);
+  }
+}
+
+TEST_CASE("A holder that stops renewing ages out, and the other instance acquires after expiry",
+          "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  Lease b("b-2");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+
+  store.now = kStart + kTtl - milliseconds(1);
+  CHECK(b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kStandby);
+  CHECK_FALSE(a.MayAct(store.now));  // a stopped acting well before its entry aged out
+
+  store.now = kStart + kTtl;
+  LeaseState taken = b.TryAcquireOrRenew(store, store.now);
+  CHECK(taken.role == LeaseRole::kHolder);
+  CHECK(taken.holder == "b-2");
+  CHECK(b.MayAct(store.now));
+
+  // a comes back: its renewal is refused and it learns who holds the lease now.
+  LeaseState back = a.TryAcquireOrRenew(store, store.now);
+  CHECK(back.role == LeaseRole::kStandby);
+  CHECK(back.holder == "b-2");
+  CHECK_FALSE(a.MayAct(store.now));
+}
+
+TEST_CASE("A lost answer: the entry shows our identity, and the next write renews from it",
+          "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  store.lose_answers = 1;
+  LeaseState state = a.TryAcquireOrRenew(store, kStart);
+  CHECK(state.role == LeaseRole::kHolder);  // create (stored, unanswered), read, update
+  CHECK(state.revision == 2);
+  CHECK(store.writes == 2);
+  CHECK(store.reads == 1);
+}
+
+TEST_CASE("A read alone never makes an instance the holder", "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  store.lose_answers = 2;  // both writes stored but unanswered
+  LeaseState state = a.TryAcquireOrRenew(store, kStart);
+  CHECK(state.role == LeaseRole::kUnknown);
+  CHECK_FALSE(a.MayAct(kStart));
+  CHECK(store.entry.holder == "a-1");
+  // The next round renews from the revision it read.
+  store.now = kStart + seconds(1);
+  CHECK(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+}
+
+TEST_CASE("The store unreachable: the role is unknown and the holder stops acting at once",
+          "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+  store.unreachable = true;
+  store.now = kStart + seconds(1);
+  LeaseState state = a.TryAcquireOrRenew(store, store.now);
+  CHECK(state.role == LeaseRole::kUnknown);
+  CHECK(state.error.find("timeout") != std::string::npos);
+  CHECK_FALSE(a.MayAct(store.now));
+  // Reachable again before the entry aged out: renewed from the revision it holds.
+  store.unreachable = false;
+  store.now = kStart + seconds(2);
+  LeaseState again = a.TryAcquireOrRenew(store, store.now);
+  CHECK(again.role == LeaseRole::kHolder);
+  CHECK(again.revision == 2);
+  CHECK(a.Unreachable("bucket gone").role == LeaseRole::kUnknown);
+  CHECK_FALSE(a.MayAct(store.now));
+}
+
+Action Named(ActionKind kind, const std::string& name) {
+  Action action;
+  action.kind = kind;
+  action.name = name;
+  return action;
+}
+
+TEST_CASE("The gate: a standby applies only its users file; off or holding applies everything",
+          "[lease]") {
+  const std::vector<Action> actions = {Named(ActionKind::kWriteUsersFile, "/users.conf"),
+                                       Named(ActionKind::kCreateStream, "CONTROL"),
+                                       Named(ActionKind::kCreateConsumer, "CONTROL/controller"),
+                                       Named(ActionKind::kReloadServer, "/users.conf")};
+  LeaseState off;
+  CHECK(GateFor(off, kStart) == JetStreamGate::kAct);
+  LeaseState holder;
+  holder.role = LeaseRole::kHolder;
+  holder.valid_until = kStart + seconds(1);
+  CHECK(GateFor(holder, kStart) == JetStreamGate::kAct);
+  CHECK(GateFor(holder, kStart + seconds(1)) == JetStreamGate::kUsersFileOnly);
+  LeaseState standby;
+  standby.role = LeaseRole::kStandby;
+  CHECK(GateFor(standby, kStart) == JetStreamGate::kUsersFileOnly);
+  LeaseState unknown;
+  unknown.role = LeaseRole::kUnknown;
+  CHECK(GateFor(unknown, kStart) == JetStreamGate::kUsersFileOnly);
+
+  CHECK(ActionsAllowed(actions, JetStreamGate::kAct) == actions);
+  const std::vector<Action> only_users = ActionsAllowed(actions, JetStreamGate::kUsersFileOnly);
+  REQUIRE(only_users.size() == 2);
+  CHECK(only_users[0].kind == ActionKind::kWriteUsersFile);
+  CHECK(only_users[1].kind == ActionKind::kReloadServer);
+}
+
+TEST_CASE("Lease identities, time to live and the extra permission", "[lease]") {
+  CHECK(LeaseIdentity("mesh-nats-0", 0xabcdef01) == "mesh-nats-0-abcdef01");
+  CHECK(LeaseIdentity("", 1) == "reconciler-00000001");
+  CHECK(LeaseIdentity("a b/c>*", 2) == "a_b_c__-00000002");
+  CHECK(LeaseIdentity(std::string(100, 'x'), 3).size() == 63 + 9);
+  CHECK(NewLeaseIdentity() != NewLeaseIdentity());
+  CHECK(LeaseTtlFor(seconds(30)) == seconds(60));
+  CHECK(LeaseTtlFor(milliseconds(100)) == seconds(1));
+  CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder"});
+  CHECK(std::string(ToString(LeaseRole::kHolder)) == "holder");
+  CHECK(std::string(ToString(LeaseRole::kStandby)) == "standby");
+}
+
+// ---- Against a real nats-server ----------------------------------------------------------------
+
+// One reconciler instance: its own connection as the reconciler's user, and its keeper.
+struct Instance {
+  Instance(const mesh::testing::NatsServer& server, const std::string& identity, milliseconds ttl,
+           milliseconds timeout = seconds(2))
+      : connection(mesh::testing::ConnectNats({server.url()}, mesh::testing::kReconcilerUser,
+                                              mesh::testing::kReconcilerPassword)),
+        keeper(LeaseSettings{identity, ttl, timeout}) {}
+  LeaseState Round() { return keeper.Round(connection.get(), 1, Clock::now()); }
+  mesh::testing::NatsConnectionPtr connection;
+  LeaseKeeper keeper;
+};
+
+// The lease bucket's stream configuration as the server reports it.
+rapidjson::Document BucketConfig(const mesh::testing::NatsServer& server) {
+  auto bus = observers::BusConnection::Connect(mesh::testing::BusSettingsFor(server));
+  REQUIRE(bus.ok());
+  observers::ApiReply reply =
+      (*bus)->Request({std::string("$JS.API.STREAM.INFO.KV_") + kLeaseBucket, ""});
+  REQUIRE(reply.status.ok());
+  rapidjson::Document doc;
+  doc.Parse(reply.payload.c_str());
+  INFO(reply.payload);
+  REQUIRE((doc.IsObject() && doc.HasMember("config")));
+  rapidjson::Document config;
+  config.CopyFrom(doc["config"], config.GetAllocator());
+  return config;
+}
+
+TEST_CASE("Two instances compete for the KV lease: one holds, renews, and is replaced on expiry",
+          "[lease][integration]") {
+  mesh::testing::NatsServerOptions options;
+  options.users_conf = mesh::testing::ReconcilerUsersConf(LeasePublishAllow());
+  auto server = mesh::testing::NatsServer::Start(options);
+  constexpr milliseconds kShortTtl{1500};
+  Instance a(*server, "pod-a-0000000a", kShortTtl);
+  Instance b(*server, "pod-b-0000000b", kShortTtl);
+
+  LeaseState first = a.Round();
+  INFO(first.error);
+  REQUIRE(first.role == LeaseRole::kHolder);
+  // The bucket a created: history 1, max age = the time to live, one replica on one server.
+  rapidjson::Document config = BucketConfig(*server);
+  CHECK(config["max_age"].GetInt64() == kShortTtl.count() * 1'000'000);
+  CHECK(config["max_msgs_per_subject"].GetInt64() == 1);
+  CHECK(config["num_replicas"].GetInt() == 1);
+  // Never the ownership mark: the planner leaves the bucket's stream alone.
+  const std::string description =
+      config.HasMember("description") ? config["description"].GetString() : "";
+  CHECK(description.find("managed by") == std::string::npos);
+
+  LeaseState second = b.Round();
+  CHECK(second.role == LeaseRole::kStandby);
+  CHECK(second.holder == "pod-a-0000000a");
+
+  // a renews every third of the time to live for three times the time to live: it keeps the
+  // lease throughout, and b, trying just as often, never gets it.
+  Clock::time_point last_renewal = Clock::now();
+  const Clock::time_point until = Clock::now() + 3 * kShortTtl;
+  int rounds = 0;
+  while (Clock::now() < until) {
+    mesh::testing::WaitFor([&] { return Clock::now() >= last_renewal + kShortTtl / 3; });
+    last_renewal = Clock::now();
+    LeaseState renewed = a.Round();
+    INFO(renewed.error);
+    REQUIRE(renewed.role == LeaseRole::kHolder);
+    CHECK(b.Round().role == LeaseRole::kStandby);
+    ++rounds;
+  }
+  CHECK(rounds >= 6);
+
+  // a stops renewing (as if it died): b acquires once the entry has aged out, not before.
+  LeaseState taken;
+  const bool acquired = mesh::testing::WaitFor(
+      [&] {
+        taken = b.Round();
+        return taken.role == LeaseRole::kHolder;
+      },
+      4 * kShortTtl);
+  REQUIRE(acquired);
+  CHECK(Clock::now() >= last_renewal + kShortTtl);
+  CHECK(taken.holder == "pod-b-0000000b");
+
+  // a comes back: standby, naming b.
+  LeaseState back = a.Round();
+  CHECK(back.role == LeaseRole::kStandby);
+  CHECK(back.holder == "pod-b-0000000b");
+}
+
+TEST_CASE("Without the extra publish permission the lease cannot be held", "[lease][integration]") {
+  mesh::testing::NatsServerOptions options;
+  options.users_conf = mesh::testing::ReconcilerUsersConf();  // the contract's row alone
+  auto server = mesh::testing::NatsServer::Start(options);
+  Instance a(*server, "pod-a-0000000a", seconds(2), milliseconds(500));
+  LeaseState state = a.Round();  // the bucket is created through $JS.API; the write is refused
+  CHECK(state.role == LeaseRole::kUnknown);
+  CHECK_FALSE(state.error.empty());
+  CHECK_FALSE(a.keeper.lease().MayAct(Clock::now()));
+}
+
+}  // namespace
+}  // namespace mesh::reconciler

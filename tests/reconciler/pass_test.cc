@@ -1,0 +1,688 @@
+// Whole passes against a real nats-server whose users file is the reconciler's own rendering
+// of the test's records: the reconciler connects as itself, with its real restricted
+// permissions, and repairs what is changed behind its back.
+#include "reconciler/pass.h"
+
+#include <nats/nats.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "observers/certificate.h"
+#include "observers/jetstream.h"
+#include "observers/monitor.h"
+#include "observers/users_file.h"
+#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/nats_client.h"
+#include "tests/support/test_certificates.h"
+
+namespace mesh::reconciler {
+namespace {
+
+using mesh::testing::ReadFile;
+using mesh::testing::WaitFor;
+using mesh::testing::WriteFile;
+using test::LiveMesh;
+
+constexpr char kNodeAPassword[] = "demo-only-node-a-password";
+constexpr char kControllerPassword[] = "demo-only-controller-password";
+
+// The example records with one more node, "node-d".
+std::string WithNodeD(const std::string& json) {
+  std::string out = json;
+  const std::string anchor = "\"nodes\": [";
+  out.insert(out.find(anchor) + anchor.size(),
+             "\n    { \"name\": \"node-d\", \"password\": \"pw-node-d\" },");
+  return out;
+}
+
+// Out-of-band changes, made as the reconciler's own user (it may call the whole API).
+struct Operator {
+  std::unique_ptr<observers::BusConnection> bus;
+
+  explicit Operator(const Settings& settings) {
+    auto connected = observers::BusConnection::Connect(settings.bus);
+    REQUIRE(connected.ok());
+    bus = std::move(*connected);
+  }
+
+  void Call(const std::string& api, const std::string& payload = "") {
+    observers::ApiReply reply = bus->Request({"$JS.API." + api, payload});
+    REQUIRE(reply.status.ok());
+    auto error = observers::ParseApiError(reply.payload);
+    INFO(api << ": " << reply.payload);
+    REQUIRE_FALSE(error);
+  }
+
+  observers::ObservedJetStream Observe() {
+    auto observed = observers::ObserveJetStream(*bus);
+    REQUIRE(observed.ok());
+    return std::move(*observed);
+  }
+};
+
+// True when every desired stream and consumer is on the bus with exactly its configuration.
+void RequireMatches(const model::DesiredState& desired, const observers::ObservedJetStream& js) {
+  for (const auto& want : desired.streams) {
+    const auto it = std::find_if(js.streams.begin(), js.streams.end(),
+                                 [&](const auto& s) { return s.config.name == want.name; });
+    INFO("stream " << want.name.str());
+    REQUIRE(it != js.streams.end());
+    CHECK(it->config == want);
+  }
+  for (const auto& want : desired.consumers) {
+    const auto it = std::find_if(js.consumers.begin(), js.consumers.end(), [&](const auto& c) {
+      return c.config.stream == want.stream && c.config.durable == want.durable;
+    });
+    INFO("consumer " << want.stream.str() << "/" << want.durable.str());
+    REQUIRE(it != js.consumers.end());
+    CHECK(it->config == want);
+  }
+}
+
+const DriftEntry* Find(const std::vector<DriftEntry>& drift, const std::string& name) {
+  for (const auto& e : drift) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+size_t Count(const std::vector<ActionOutcome>& outcomes, Outcome outcome) {
+  return static_cast<size_t>(std::count_if(outcomes.begin(), outcomes.end(),
+                                           [&](const auto& o) { return o.outcome == outcome; }));
+}
+
+std::string Describe(const PassReport& report) {
+  return FormatReportTable(report);
+}
+
+// A principal's connection, as its clients connect; nullptr when the server refuses it.
+mesh::testing::NatsConnectionPtr TryConnect(const LiveMesh& mesh, const std::string& user,
+                                            const std::string& password) {
+  try {
+    return mesh::testing::ConnectNats({mesh.server->url()}, user, password);
+  } catch (const std::runtime_error&) {
+    return nullptr;
+  }
+}
+
+struct SubscriptionDeleter {
+  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
+};
+struct MsgDeleter {
+  void operator()(natsMsg* p) const { natsMsg_Destroy(p); }
+};
+
+// node-a receives, on its own deliver subject, a declaration the controller publishes: the
+// node's user, its permissions and its DECL consumer all work.
+void RequireNodeAReceives(const LiveMesh& mesh, const std::string& text) {
+  auto node = TryConnect(mesh, "node-a", kNodeAPassword);
+  REQUIRE(node != nullptr);
+  natsSubscription* raw_sub = nullptr;
+  REQUIRE(natsConnection_SubscribeSync(&raw_sub, node.get(), "mesh.in.node-a.decl") == NATS_OK);
+  std::unique_ptr<natsSubscription, SubscriptionDeleter> sub(raw_sub);
+  REQUIRE(natsConnection_FlushTimeout(node.get(), 5000) == NATS_OK);
+
+  auto controller = TryConnect(mesh, "mesh-controller", kControllerPassword);
+  REQUIRE(controller != nullptr);
+  REQUIRE(natsConnection_PublishString(controller.get(), "mesh.decl.node-a", text.c_str()) ==
+          NATS_OK);
+  REQUIRE(natsConnection_FlushTimeout(controller.get(), 5000) == NATS_OK);
+
+  natsMsg* raw_msg = nullptr;
+  REQUIRE(natsSubscription_NextMsg(&raw_msg, sub.get(), 5000) == NATS_OK);
+  std::unique_ptr<natsMsg, MsgDeleter> msg(raw_msg);
+  CHECK(std::string(natsMsg_GetData(msg.get()), natsMsg_GetDataLength(msg.get())) == text);
+}
+
+int64_t LoadTime(const LiveMesh& mesh) {
+  return observers::ObserveServer(mesh.server->monitor_url(), std::chrono::seconds(2))
+      .config_load_time_unix_ns;
+}
+
+// A users-file rewrite that was written, signalled and confirmed.
+void RequireUsersFileRepaired(const PassReport& report, const LiveMesh& mesh) {
+  INFO(Describe(report));
+  REQUIRE(report.outcomes.size() >= 2);
+  CHECK(report.outcomes[0].action.kind == ActionKind::kWriteUsersFile);
+  CHECK(report.outcomes[0].outcome == Outcome::kDone);
+  CHECK(report.outcomes[1].action.kind == ActionKind::kReloadServer);
+  CHECK(report.outcomes[1].outcome == Outcome::kDone);
+  CHECK(report.converged());
+  CHECK(ReadFile(mesh.server->users_file()) ==
+        test::RenderedUsersConf(ReadFile(mesh.records_path)));
+}
+
+// ---------- the report (pure) ----------
+
+// A report with every part filled in, the users-file bytes holding a (stand-in) hash.
+PassReport SampleReport() {
+  PassReport r;
+  r.pass_id = 42;
+  r.trigger = Trigger::kAdvisory;
+  r.mode = ApplyMode::kApply;
+  r.held = true;
+  r.records_valid = false;
+  r.records_errors = {"nodes[0].name: bad name"};
+  r.without_credential = {UserName("node-c")};
+  model::DesiredState desired = test::DesiredFrom(test::ExampleRecordsJson());
+  DriftEntry users{ObjectKind::kUsersFile, "/etc/nats/users.conf",
+                   DriftState::kDiffers,   {{"principal node-a", "present", "differs"}},
+                   Remedy::kRewrite,       ""};
+  DriftEntry stream{ObjectKind::kStream,  "EVENTS",
+                    DriftState::kDiffers, {{"storage", "file", "memory"}},
+                    Remedy::kReportOnly,  "no \"recreate\""};
+  DriftEntry consumer{ObjectKind::kConsumer, "DECL/decl_x", DriftState::kUnexpected, {},
+                      Remedy::kPrune,        "note"};
+  r.plan.drift = {users, stream, consumer};
+  Action write;
+  write.kind = ActionKind::kWriteUsersFile;
+  write.name = "/etc/nats/users.conf";
+  write.users_file_bytes = "password: \"$2b$04$secret.hash.text\"\n";
+  Action create;
+  create.kind = ActionKind::kCreateStream;
+  create.name = "CONTROL";
+  create.stream = desired.streams[0];
+  Action update;
+  update.kind = ActionKind::kUpdateConsumer;
+  update.name = "SEAT_ledger/worker";
+  update.consumer = desired.consumers.back();
+  Action remove;
+  remove.kind = ActionKind::kDeleteConsumer;
+  remove.name = "DECL/decl_x";
+  remove.target_stream = StreamName("DECL");
+  remove.target_consumer = ConsumerName("decl_x");
+  r.plan.actions = {write, create, update, remove};
+  r.plan.problems = {"records ask for 3 replicas, the JetStream cluster has 1 server"};
+  r.outcomes = {{write, Outcome::kDone, 0, ""},
+                {create, Outcome::kRefused, 10065, "subjects overlap"},
+                {update, Outcome::kSkipped, 0, "stream SEAT_ledger could not be created"},
+                {remove, Outcome::kFailed, 0, "timeout: no answer"}};
+  r.remaining = {stream};
+  r.remaining_problems = r.plan.problems;
+  r.duration_seconds = 0.25;
+  r.api_requests = 17;
+  return r;
+}
+
+TEST_CASE("ReportFromJson reads back what ReportToJson wrote, hashes excepted", "[pass]") {
+  PassReport original = SampleReport();
+  original.status = Status(Errc::kUnavailable, "server not ready: store recovering");
+  const std::string json = ReportToJson(original);
+  CHECK(json.find("$2b$") == std::string::npos);
+  CHECK(json.find("secret.hash.text") == std::string::npos);
+  CHECK(json.find("users_file_sha256") != std::string::npos);
+
+  auto back = ReportFromJson(json);
+  REQUIRE(back.ok());
+  CHECK(back->pass_id == 42);
+  CHECK(back->trigger == Trigger::kAdvisory);
+  CHECK(back->mode == ApplyMode::kApply);
+  CHECK(back->held);
+  CHECK(back->status.code() == Errc::kUnavailable);
+  CHECK(back->status.message() == original.status.message());
+  CHECK_FALSE(back->records_valid);
+  CHECK(back->records_errors == original.records_errors);
+  CHECK(back->without_credential == original.without_credential);
+  CHECK(back->plan.drift == original.plan.drift);
+  std::vector<Action> expected = original.plan.actions;
+  expected[0].users_file_bytes.clear();  // never serialised
+  CHECK(back->plan.actions == expected);
+  CHECK(back->plan.problems == original.plan.problems);
+  REQUIRE(back->outcomes.size() == original.outcomes.size());
+  for (size_t i = 0; i < original.outcomes.size(); ++i) {
+    CHECK(back->outcomes[i].action == expected[i]);
+    CHECK(back->outcomes[i].outcome == original.outcomes[i].outcome);
+    CHECK(back->outcomes[i].err_code == original.outcomes[i].err_code);
+    CHECK(back->outcomes[i].detail == original.outcomes[i].detail);
+  }
+  CHECK(back->remaining == original.remaining);
+  CHECK(back->remaining_problems == original.remaining_problems);
+  CHECK(back->duration_seconds == 0.25);
+  CHECK(back->api_requests == 17);
+  PassReport without_bytes = original;
+  without_bytes.plan.actions = expected;
+  without_bytes.outcomes[0].action = expected[0];
+  CHECK(ReportToJson(*back) == ReportToJson(without_bytes));
+
+  SECTION("an ok status reads back ok") {
+    original.status = Status::Ok();
+    auto ok = ReportFromJson(ReportToJson(original));
+    REQUIRE(ok.ok());
+    CHECK(ok->status.ok());
+  }
+}
+
+TEST_CASE("ReportFromJson refuses what is not a report, naming the place", "[pass]") {
+  CHECK(ReportFromJson("[]").status().code() == Errc::kInvalidArgument);
+  CHECK(ReportFromJson("not json").status().code() == Errc::kInvalidArgument);
+  std::string json = ReportToJson(SampleReport());
+  std::string bad_enum = json;
+  bad_enum.replace(bad_enum.find("\"report_only\""), 13, "\"recreate\"");
+  auto refused = ReportFromJson(bad_enum);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("$.drift[1].remedy") != std::string::npos);
+  std::string missing = json;
+  missing.replace(missing.find("\"api_requests\""), 14, "\"api_request\"");
+  CHECK(ReportFromJson(missing).status().message().find("$.api_requests: missing") !=
+        std::string::npos);
+}
+
+TEST_CASE("FormatReportTable: drift columns, actions with outcomes, summary, no secrets",
+          "[pass]") {
+  PassReport report = SampleReport();
+  report.status = Status::Ok();
+  const std::string table = FormatReportTable(report);
+  INFO(table);
+  CHECK(table.find("pass 42 (advisory, apply, held)") != std::string::npos);
+  CHECK(table.find("KIND        NAME") != std::string::npos);
+  CHECK(table.find("users_file  /etc/nats/users.conf  differs     rewrite      "
+                   "principal node-a: wanted present, found differs") != std::string::npos);
+  CHECK(table.find("storage: wanted file, found memory; no \"recreate\"") != std::string::npos);
+  CHECK(table.find("create_stream     CONTROL") != std::string::npos);
+  CHECK(table.find("refused  error 10065: subjects overlap") != std::string::npos);
+  CHECK(table.find("RECORDS INVALID (planned from the last valid records)") != std::string::npos);
+  CHECK(table.find("PROBLEMS\n  records ask for 3 replicas") != std::string::npos);
+  CHECK(table.find("REMAINING") != std::string::npos);
+  CHECK(table.find("left out of the users file): node-c") != std::string::npos);
+  CHECK(table.find("3 drifted, 4 actions (1 done, 2 failed, 1 skipped); 1 still drifted; "
+                   "1 problem(s) (0.250s, 17 api requests)") != std::string::npos);
+  CHECK(table.find("$2b$") == std::string::npos);
+
+  PassReport empty;
+  CHECK(FormatReportTable(empty).find("\nconverged (") != std::string::npos);
+  empty.status = Status(Errc::kUnavailable, "server not ready: x");
+  CHECK(FormatReportTable(empty).find("error: unavailable: server not ready: x") !=
+        std::string::npos);
+}
+
+TEST_CASE("a report is converged only when ok, with nothing remaining and nothing failed",
+          "[pass]") {
+  PassReport report;
+  CHECK(report.converged());
+  report.outcomes = {{Action{}, Outcome::kSkipped, 0, ""}};
+  CHECK(report.converged());
+  CHECK_FALSE(report.any_action_failed());
+  report.outcomes.push_back({Action{}, Outcome::kRefused, 10052, ""});
+  CHECK(report.any_action_failed());
+  CHECK_FALSE(report.converged());
+  report.outcomes.clear();
+  report.remaining_problems = {"x"};
+  CHECK_FALSE(report.converged());
+  report.remaining_problems.clear();
+  report.status = Status(Errc::kTimeout, "x");
+  CHECK_FALSE(report.converged());
+  CHECK(std::string(ToString(Trigger::kUsersFileChanged)) == "users_file_changed");
+  CHECK(std::string(ToString(Outcome::kRefused)) == "refused");
+}
+
+// ---------- whole passes against a real server ----------
+
+struct Fresh {
+  LiveMesh mesh{test::ExampleRecordsJson()};
+  model::DesiredState desired = test::DesiredFrom(test::ExampleRecordsJson());
+  Reconciler reconciler{mesh.PassSettings()};
+  uint64_t next_pass = 1;
+
+  PassReport Pass(ApplyMode mode = ApplyMode::kApply) {
+    return reconciler.RunPass(next_pass++, Trigger::kForced, mode);
+  }
+  // A first pass that creates everything, checked.
+  void Converge() {
+    PassReport report = Pass();
+    INFO(Describe(report));
+    REQUIRE(report.status.ok());
+    REQUIRE(report.converged());
+  }
+};
+
+TEST_CASE("a fresh bus: one pass creates every stream and consumer, the next plans nothing",
+          "[pass][integration]") {
+  Fresh f;
+  PassReport first = f.Pass();
+  INFO(Describe(first));
+  REQUIRE(first.status.ok());
+  CHECK(first.records_valid);
+  CHECK(first.pass_id == 1);
+  CHECK(first.trigger == Trigger::kForced);
+  CHECK(first.plan.drift.size() == f.desired.streams.size() + f.desired.consumers.size());
+  CHECK(first.outcomes.size() == f.desired.streams.size() + f.desired.consumers.size());
+  CHECK(Count(first.outcomes, Outcome::kDone) == first.outcomes.size());
+  CHECK(first.remaining.empty());
+  CHECK(first.converged());
+  CHECK(first.without_credential == std::vector<UserName>{UserName("node-c")});
+  CHECK(first.api_requests > 0);
+  CHECK(first.duration_seconds > 0);
+  CHECK(f.reconciler.bus_connected());
+
+  Operator op(f.mesh.PassSettings());
+  RequireMatches(f.desired, op.Observe());
+
+  PassReport second = f.Pass();
+  CHECK(second.status.ok());
+  CHECK(second.plan.drift.empty());
+  CHECK(second.plan.actions.empty());
+  CHECK(second.outcomes.empty());
+  CHECK(second.converged());
+  // Observing a converged bus takes a handful of list requests, not one per object.
+  CHECK(second.api_requests <
+        static_cast<int64_t>(f.desired.streams.size() + f.desired.consumers.size()));
+}
+
+TEST_CASE("streams and consumers deleted or changed out of band are restored",
+          "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  Operator op(f.mesh.PassSettings());
+  model::StreamSpec events;
+  for (const auto& s : f.desired.streams) {
+    if (s.name.str() == "EVENTS") events = s;
+  }
+
+  SECTION("a stream deleted: it and its consumer come back") {
+    op.Call("STREAM.DELETE.SEAT_ledger");
+    PassReport report = f.Pass();
+    INFO(Describe(report));
+    REQUIRE(Find(report.plan.drift, "SEAT_ledger"));
+    CHECK(Find(report.plan.drift, "SEAT_ledger")->state == DriftState::kMissing);
+    REQUIRE(Find(report.plan.drift, "SEAT_ledger/worker"));
+    CHECK(report.plan.drift.size() == 2);
+    CHECK(Count(report.outcomes, Outcome::kDone) == 2);
+    CHECK(report.converged());
+  }
+
+  SECTION("a consumer deleted: it comes back") {
+    op.Call("CONSUMER.DELETE.DECL.decl_node-a");
+    PassReport report = f.Pass();
+    INFO(Describe(report));
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].name == "DECL/decl_node-a");
+    CHECK(report.converged());
+  }
+
+  SECTION("subjects and max age changed: restored in place") {
+    model::StreamSpec changed = events;
+    changed.subjects = {"mesh.evt.>", "other.evt.>"};
+    changed.max_age_ns = 3600 * model::kNanosPerSecond;
+    op.Call("STREAM.UPDATE.EVENTS", observers::EncodeStreamConfig(changed));
+    PassReport report = f.Pass();
+    INFO(Describe(report));
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].remedy == Remedy::kUpdateInPlace);
+    CHECK(report.plan.drift[0].fields.size() == 2);
+    REQUIRE(report.outcomes.size() == 1);
+    CHECK(report.outcomes[0].action.kind == ActionKind::kUpdateStream);
+    CHECK(report.converged());
+  }
+
+  SECTION("storage changed by hand: reported, never recreated, while the rest is repaired") {
+    op.Call("STREAM.DELETE.EVENTS");
+    model::StreamSpec memory = events;
+    memory.storage = model::Storage::kMemory;
+    op.Call("STREAM.CREATE.EVENTS", observers::EncodeStreamConfig(memory));
+    op.Call("CONSUMER.DELETE.DECL.decl_node-b");
+    PassReport report = f.Pass();
+    INFO(Describe(report));
+    REQUIRE(report.status.ok());
+    const DriftEntry* entry = Find(report.remaining, "EVENTS");
+    REQUIRE(entry);
+    CHECK(entry->state == DriftState::kDiffers);
+    CHECK(entry->remedy == Remedy::kReportOnly);
+    CHECK(entry->fields == std::vector<FieldDiff>{{"storage", "file", "memory"}});
+    // The event consumers went with the stream: they are created on the memory stream.
+    CHECK(Find(report.remaining, "DECL/decl_node-b") == nullptr);
+    CHECK(report.remaining.size() == 1);
+    CHECK_FALSE(report.any_action_failed());
+    CHECK_FALSE(report.converged());
+    bool still_memory = false;
+    for (const auto& s : op.Observe().streams) {
+      if (s.config.name.str() == "EVENTS")
+        still_memory = s.config.storage == model::Storage::kMemory;
+    }
+    CHECK(still_memory);
+  }
+}
+
+TEST_CASE("the whole store wiped and the server restarted: back after one pass",
+          "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  f.mesh.server->Stop();
+  f.mesh.server->WipeStore();
+
+  // While the server is down the pass cannot plan: it must not act on an empty observation.
+  PassReport down = f.Pass();
+  CHECK(down.status.code() == Errc::kUnavailable);
+  CHECK(down.status.message().rfind("server not ready", 0) == 0);
+  CHECK(down.plan.drift.empty());
+  CHECK(down.outcomes.empty());
+
+  f.mesh.server->Restart();
+  PassReport report = f.Pass();
+  INFO(Describe(report));
+  REQUIRE(report.status.ok());
+  CHECK(report.plan.drift.size() == f.desired.streams.size() + f.desired.consumers.size());
+  CHECK(report.converged());
+  Operator op(f.mesh.PassSettings());
+  RequireMatches(f.desired, op.Observe());
+}
+
+TEST_CASE("the users file deleted, hand-edited or garbled: rewritten, reloaded, confirmed",
+          "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  const std::string path = f.mesh.server->users_file();
+  const std::string good = ReadFile(path);
+
+  SECTION("deleted") {
+    std::filesystem::remove(path);
+    PassReport report = f.Pass();
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].state == DriftState::kMissing);
+    RequireUsersFileRepaired(report, f.mesh);
+  }
+
+  SECTION("garbage") {
+    WriteFile(path, "accounts { this is not { a users file");
+    PassReport report = f.Pass();
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].fields[0].field == "file");
+    RequireUsersFileRepaired(report, f.mesh);
+  }
+
+  SECTION("hand-edited and loaded: node-a locked out, then let back in") {
+    std::string edited = good;
+    const std::string block = model::SplitUserBlocks(good).at(UserName("node-a"));
+    edited.erase(edited.find(block), block.size());
+    const int64_t before = LoadTime(f.mesh);
+    WriteFile(path, edited);
+    REQUIRE(kill(f.mesh.server->pid(), SIGHUP) == 0);
+    REQUIRE(WaitFor([&] { return LoadTime(f.mesh) > before; }));
+    REQUIRE(TryConnect(f.mesh, "node-a", kNodeAPassword) == nullptr);
+
+    PassReport report = f.Pass();
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].fields ==
+          std::vector<FieldDiff>{{"principal node-a", "present", "absent"}});
+    RequireUsersFileRepaired(report, f.mesh);
+    RequireNodeAReceives(f.mesh, "declaration after repair");
+  }
+
+  SECTION("on disk as rendered but not loaded: reload only") {
+    // Rewritten with the same bytes after the server loaded it.
+    REQUIRE(WaitFor([&] {
+      WriteFile(path, good);
+      return observers::ObserveUsersFile(path).mtime_unix_ns > LoadTime(f.mesh);
+    }));
+    PassReport report = f.Pass();
+    INFO(Describe(report));
+    REQUIRE(report.plan.drift.size() == 1);
+    CHECK(report.plan.drift[0].remedy == Remedy::kReload);
+    REQUIRE(report.outcomes.size() == 1);
+    CHECK(report.outcomes[0].action.kind == ActionKind::kReloadServer);
+    CHECK(report.outcomes[0].outcome == Outcome::kDone);
+    CHECK(report.converged());
+  }
+}
+
+TEST_CASE("records change: a node added appears, a node removed is left until --prune",
+          "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  const std::string base = test::ExampleRecordsJson();
+
+  f.mesh.SetRecords(WithNodeD(base));
+  PassReport added = f.Pass();
+  INFO(Describe(added));
+  REQUIRE(added.status.ok());
+  CHECK(Find(added.plan.drift, f.mesh.server->users_file()));
+  REQUIRE(Find(added.plan.drift, "DECL/decl_node-d"));
+  CHECK(Find(added.plan.drift, "DECL/decl_node-d")->state == DriftState::kMissing);
+  CHECK(added.converged());
+  CHECK(TryConnect(f.mesh, "node-d", "pw-node-d") != nullptr);
+
+  f.mesh.SetRecords(base);
+  PassReport removed = f.Pass();
+  INFO(Describe(removed));
+  CHECK(TryConnect(f.mesh, "node-d", "pw-node-d") == nullptr);
+  const DriftEntry* left = Find(removed.remaining, "DECL/decl_node-d");
+  REQUIRE(left);
+  CHECK(left->state == DriftState::kUnexpected);
+  CHECK(left->remedy == Remedy::kLeave);
+  CHECK(removed.remaining.size() == 1);
+  CHECK_FALSE(removed.converged());
+  CHECK_FALSE(removed.any_action_failed());
+
+  Settings pruning = f.mesh.PassSettings();
+  pruning.prune = Prune::kYes;
+  Reconciler pruner(pruning);
+  PassReport pruned = pruner.RunPass(1, Trigger::kOnce, ApplyMode::kApply);
+  INFO(Describe(pruned));
+  REQUIRE(pruned.outcomes.size() == 1);
+  CHECK(pruned.outcomes[0].action.kind == ActionKind::kDeleteConsumer);
+  CHECK(pruned.outcomes[0].outcome == Outcome::kDone);
+  CHECK(pruned.converged());
+}
+
+TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  Operator op(f.mesh.PassSettings());
+  op.Call("STREAM.DELETE.SEAT_intake");
+  op.Call("CONSUMER.DELETE.CONTROL.controller");
+  WriteFile(f.mesh.server->users_file(), "garbage");
+  const observers::ObservedJetStream before = op.Observe();
+  const int64_t load_time = LoadTime(f.mesh);
+
+  PassReport report = f.Pass(ApplyMode::kObserveOnly);
+  INFO(Describe(report));
+  CHECK(report.mode == ApplyMode::kObserveOnly);
+  CHECK(report.plan.drift.size() == 4);  // users file, SEAT_intake, its worker, controller
+  CHECK_FALSE(report.plan.actions.empty());
+  CHECK(report.outcomes.empty());
+  CHECK(report.remaining == report.plan.drift);
+  CHECK_FALSE(report.converged());
+
+  const observers::ObservedJetStream after = op.Observe();
+  REQUIRE(after.streams.size() == before.streams.size());
+  for (size_t i = 0; i < after.streams.size(); ++i) {
+    CHECK(after.streams[i].config == before.streams[i].config);
+  }
+  REQUIRE(after.consumers.size() == before.consumers.size());
+  for (size_t i = 0; i < after.consumers.size(); ++i) {
+    CHECK(after.consumers[i].config == before.consumers[i].config);
+  }
+  CHECK(ReadFile(f.mesh.server->users_file()) == "garbage");
+  CHECK(LoadTime(f.mesh) == load_time);
+}
+
+TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched",
+          "[pass][integration]") {
+  std::string json = test::ExampleRecordsJson();
+  const std::string one = "\"replicas\": 1";
+  json.replace(json.find(one), one.size(), "\"replicas\": 3");
+  LiveMesh mesh(json);
+  Reconciler reconciler(mesh.PassSettings());
+  PassReport report = reconciler.RunPass(1, Trigger::kOnce, ApplyMode::kApply);
+  INFO(Describe(report));
+  REQUIRE(report.status.ok());
+  CHECK(report.plan.problems ==
+        std::vector<std::string>{"records ask for 3 replicas, the JetStream cluster has 1 server"});
+  CHECK(report.remaining_problems == report.plan.problems);
+  CHECK(report.outcomes.empty());
+  for (const DriftEntry& e : report.plan.drift) CHECK(e.remedy == Remedy::kUnsatisfiable);
+  CHECK_FALSE(report.converged());
+  Operator op(mesh.PassSettings());
+  CHECK(op.Observe().streams.empty());
+}
+
+TEST_CASE("records invalid: the last valid records are kept; none ever valid: no plan",
+          "[pass][integration]") {
+  Fresh f;
+  f.Converge();
+  f.mesh.SetRecords("{ \"version\": 2 }");
+  PassReport report = f.Pass();
+  INFO(Describe(report));
+  CHECK(report.status.ok());
+  CHECK_FALSE(report.records_valid);
+  CHECK_FALSE(report.records_errors.empty());
+  CHECK(report.plan.drift.empty());
+
+  Reconciler fresh(f.mesh.PassSettings());
+  PassReport never = fresh.RunPass(1, Trigger::kStart, ApplyMode::kApply);
+  CHECK(never.status.code() == Errc::kInvalidArgument);
+  CHECK_FALSE(never.records_valid);
+  CHECK(never.plan.drift.empty());
+  CHECK_FALSE(fresh.bus_connected());
+}
+
+TEST_CASE("an unreachable monitor or bus: the pass reports why and plans nothing",
+          "[pass][integration]") {
+  Fresh f;
+  Settings settings = f.mesh.PassSettings();
+  SECTION("monitor") {
+    settings.monitor_url = "http://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+    PassReport report = Reconciler(settings).RunPass(1, Trigger::kOnce, ApplyMode::kApply);
+    CHECK(report.status.code() == Errc::kUnavailable);
+    CHECK(report.status.message() == "server not ready: monitoring endpoint unreachable");
+    CHECK(report.plan.drift.empty());
+  }
+  SECTION("bus") {
+    settings.monitor_url.clear();
+    settings.bus.urls = {"nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort())};
+    PassReport report = Reconciler(settings).RunPass(1, Trigger::kOnce, ApplyMode::kApply);
+    CHECK_FALSE(report.status.ok());
+    CHECK(report.plan.drift.empty());
+    CHECK(report.status.message().find(test::kReconcilerPassword) == std::string::npos);
+  }
+}
+
+TEST_CASE("over TLS: the certificate the bus presented is reported for the expiry metric",
+          "[pass][integration]") {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-pass-tls");
+  mesh::testing::CertificateSpec ca_spec;
+  ca_spec.common_name = "mesh test CA";
+  ca_spec.is_ca = true;
+  const auto ca = mesh::testing::MakeCertificate(ca_spec, dir, "ca");
+  mesh::testing::CertificateSpec leaf_spec;
+  leaf_spec.common_name = "bus";
+  leaf_spec.ip_names = {"127.0.0.1"};
+  leaf_spec.issuer = &ca;
+  leaf_spec.not_after = 12 * 86400;
+  const auto leaf = mesh::testing::MakeCertificate(leaf_spec, dir, "leaf");
+  LiveMesh mesh(test::ExampleRecordsJson(), mesh::testing::TlsServerConfig(leaf));
+  Settings settings = mesh.PassSettings();
+  settings.bus.ca_file = ca.cert_file;
+  Reconciler reconciler(settings);
+  CHECK_FALSE(reconciler.bus_certificate_expiry());
+  PassReport report = reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply);
+  INFO(Describe(report));
+  CHECK(report.converged());
+  CHECK(reconciler.bus_certificate_expiry() == observers::CertificateExpiry(leaf.cert_file));
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace
+}  // namespace mesh::reconciler
