@@ -217,7 +217,9 @@ std::optional<int64_t> BusConnection::certificate_expiry() const {
   return presented->not_after_unix;
 }
 
-natsConnection* BusConnection::native_handle() const { return impl_->connection.get(); }
+natsConnection* BusConnection::native_handle() const {
+  return impl_->connection.get();
+}
 
 int64_t BusConnection::requests_sent() const {
   return impl_->requests_sent.load();

@@ -367,6 +367,11 @@ TEST_CASE("The monitoring endpoint down: a reload is reported unconfirmed, not a
   Reconciler reconciler(settings);
   REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
   const std::string rendered = ReadFile(mesh.server->users_file());
+  auto load_time = [&] {
+    return observers::ObserveServer(mesh.server->monitor_url(), std::chrono::seconds(2))
+        .config_load_time_unix_ns;
+  };
+  const int64_t loaded_before = load_time();
 
   Action write;
   write.kind = ActionKind::kWriteUsersFile;
@@ -384,7 +389,9 @@ TEST_CASE("The monitoring endpoint down: a reload is reported unconfirmed, not a
   CHECK(outcomes[1].outcome == Outcome::kFailed);
   CHECK(outcomes[1].detail.find("not confirmed") != std::string::npos);
 
-  // The signal did go out; the next pass, able to see the server again, finds it loaded.
+  // The signal did go out: the server reloads. The next pass, able to see the server again,
+  // finds the file loaded.
+  REQUIRE(WaitFor([&] { return load_time() > loaded_before; }));
   PassReport next = reconciler.RunPass(2, Trigger::kRetry, ApplyMode::kApply);
   INFO(Summary(next));
   CHECK(next.converged());
