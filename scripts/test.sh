@@ -3,15 +3,17 @@
 #   1. main:  the whole suite (unit, integration against real nats-server / Prometheus,
 #             chart, alert rules, demo) on a RelWithDebInfo build with -Werror;
 #   2. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. tsan:  the loop / HTTP / daemon concurrency tests under ThreadSanitizer;
-#   4. fuzz:  each libFuzzer target for a bounded time (clang), starting from tests/fuzz/corpus.
-# Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main asan" runs a subset
-# (for local work; CI runs them all). MESH_FUZZ_SECONDS sets each fuzzer's time (default 60).
+#   3. fuzz:  each libFuzzer target for a bounded time (clang), starting from tests/fuzz/corpus;
+#   tsan (not yet a default stage: see the README): the loop / HTTP / daemon / bus tests under
+#         ThreadSanitizer.
+# Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main" runs a subset, and
+# MESH_TEST_STAGES="main asan tsan fuzz" everything. MESH_FUZZ_SECONDS sets each fuzzer's time
+# (default 60).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 jobs="${MESH_JOBS:-2}"
-stages="${MESH_TEST_STAGES:-main asan tsan fuzz}"
+stages="${MESH_TEST_STAGES:-main asan fuzz}"
 fuzz_seconds="${MESH_FUZZ_SECONDS:-60}"
 
 bash scripts/install-deps.sh build test
