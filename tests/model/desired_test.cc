@@ -293,7 +293,7 @@ TEST_CASE("permissions: one row of the table each", "[derive]") {
   }
 }
 
-TEST_CASE("principals are sorted; those without a credential are named, their objects kept",
+TEST_CASE("principals are sorted, those without a credential are named, their objects kept",
           "[derive]") {
   const DesiredState d = DeriveExample();
   Strings users;

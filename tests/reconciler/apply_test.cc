@@ -214,7 +214,7 @@ TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stre
   CHECK(outcomes[2].detail == "stream S1 could not be created");
 }
 
-TEST_CASE("Apply writes the users file; without --pid-file the reload is skipped", "[apply]") {
+TEST_CASE("Apply writes the users file, and without --pid-file skips the reload", "[apply]") {
   TempDir dir;
   ApplyTargets targets;
   targets.users_file_path = dir.path + "/users.conf";
@@ -307,7 +307,7 @@ TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][inte
   }
 }
 
-TEST_CASE("A reload the server rejects is reported as failed; the server keeps its users",
+TEST_CASE("A reload the server rejects is reported as failed, the server keeping its users",
           "[apply][integration]") {
   Server s;
   const int64_t before = LoadTime(*s.server);

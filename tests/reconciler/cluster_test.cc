@@ -91,7 +91,7 @@ TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the ne
   CHECK(second.converged());
 }
 
-TEST_CASE("A cluster member down: no false drift while leaders move; back up: nothing recreated",
+TEST_CASE("A cluster member down: no false drift while leaders move, back up: nothing recreated",
           "[cluster][integration]") {
   ClusterMesh mesh(ClusterRecordsJson());
   Reconciler reconciler(mesh.PassSettings(kMonitored));
@@ -200,7 +200,7 @@ BucketView ViewBucket(observers::BusConnection& bus) {
   return view;
 }
 
-TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas; its holder outlasts a member",
+TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outlasts a member",
           "[cluster][lease][integration]") {
   ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
   // Long enough that the bucket's new leader is elected before an unrenewed entry ages out.

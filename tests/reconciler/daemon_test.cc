@@ -313,7 +313,7 @@ TEST_CASE("A forced reconcile during a running pass gets a pass that started aft
   f.Stop();
 }
 
-TEST_CASE("While held a deleted stream is left alone; after release it is repaired",
+TEST_CASE("While held a deleted stream is left alone, after release it is repaired",
           "[daemon][integration]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
@@ -356,7 +356,7 @@ TEST_CASE("While held a deleted stream is left alone; after release it is repair
   f.Stop();
 }
 
-TEST_CASE("Invalid records change nothing and say why; fixed records resume",
+TEST_CASE("Invalid records change nothing and say why, fixed records resume",
           "[daemon][integration]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();

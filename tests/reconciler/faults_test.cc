@@ -118,7 +118,7 @@ TEST_CASE("The server killed during a large pass: the pass fails cleanly, the ne
   CHECK(settled.plan.actions.empty());
 }
 
-TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout; SIGCONT heals",
+TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout, SIGCONT heals",
           "[faults][integration]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   Settings settings = mesh.PassSettings();
@@ -131,7 +131,8 @@ TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout;
     settings.monitor_url.clear();
     settings.users_file.clear();
     settings.pid_file.clear();
-    expected = "no answer from $JS.API.STREAM";
+    // Which list request is the first to go unanswered depends on when SIGSTOP lands.
+    expected = "no answer from $JS.API.";
   }
   Reconciler reconciler(settings);
   REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());

@@ -93,7 +93,7 @@ TEST_CASE("Unknown paths are 404, wrong methods 405 with Allow, bad targets 400"
   CHECK(state.released_ == 0);
 }
 
-TEST_CASE("POSTs need the bearer token; 401 says nothing more", "[http]") {
+TEST_CASE("POSTs need the bearer token, 401 says nothing more", "[http]") {
   FakeState state;
   const std::vector<std::string> refused = {
       "",

@@ -72,7 +72,7 @@ class FakeStore : public LeaseStore {
 
 const Clock::time_point kStart = Clock::time_point() + seconds(1000);
 
-TEST_CASE("The first instance acquires the lease; a second one is standby and names it",
+TEST_CASE("The first instance acquires the lease, a second one is standby and names it",
           "[lease]") {
   FakeStore store(kStart);
   Lease a("pod-a-00000001");
@@ -190,7 +190,7 @@ Action Named(ActionKind kind, const std::string& name) {
   return action;
 }
 
-TEST_CASE("The gate: a standby applies only its users file; off or holding applies everything",
+TEST_CASE("The gate: a standby applies only its users file, off or holding applies everything",
           "[lease]") {
   const std::vector<Action> actions = {Named(ActionKind::kWriteUsersFile, "/users.conf"),
                                        Named(ActionKind::kCreateStream, "CONTROL"),

@@ -100,7 +100,7 @@ TEST_CASE("A forced request during a running pass gets a later pass's report", "
   CHECK(loop.waiting_requests() == 0);
 }
 
-TEST_CASE("Concurrent forced requests share one pass; too many are refused", "[loop]") {
+TEST_CASE("Concurrent forced requests share one pass, too many are refused", "[loop]") {
   ScriptedRunner runner;
   LoopOptions options = QuietOptions();
   options.max_waiting_requests = 2;
@@ -198,7 +198,7 @@ TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
         std::string::npos);
 }
 
-TEST_CASE("Retries never wait longer than the interval; periodic passes go on", "[loop]") {
+TEST_CASE("Retries never wait longer than the interval, periodic passes go on", "[loop]") {
   ScriptedRunner runner;
   runner.SetScript([](const PassCall& call) {
     PassReport report = ScriptedRunner::OkReport(call);
@@ -227,7 +227,7 @@ TEST_CASE("Periodic passes come every interval, jittered", "[loop]") {
   }
 }
 
-TEST_CASE("While held, passes observe only; the hold expires on its own", "[loop]") {
+TEST_CASE("While held, passes observe only, the hold expires on its own", "[loop]") {
   ScriptedRunner runner;
   Metrics metrics("test");
   Loop loop(QuietOptions(), &metrics);
@@ -267,7 +267,7 @@ TEST_CASE("Release ends a hold at once and wakes a pass that applies", "[loop]")
   CHECK(Forced(loop).pass_id == 4);
 }
 
-TEST_CASE("Hold durations outside (0, 24h] are refused", "[loop]") {
+TEST_CASE("Hold durations outside 0 or above 24h are refused", "[loop]") {
   Loop loop(QuietOptions(), nullptr);
   CHECK_FALSE(loop.Hold(milliseconds(0)).ok());
   CHECK_FALSE(loop.Hold(milliseconds(-5)).ok());

@@ -169,14 +169,12 @@ struct LiveMesh {
   std::string dir;           // holds records.json
   std::string records_path;  // dir + "/records.json"
 
-  // `extra_config` is appended to the server's main configuration (e.g. a tls block).
-  explicit LiveMesh(const std::string& records_json, const std::string& extra_config = "") {
+  explicit LiveMesh(const std::string& records_json) {
     dir = mesh::testing::MakeTempDir("mesh-pass");
     records_path = dir + "/records.json";
     mesh::testing::WriteFile(records_path, records_json);
     mesh::testing::NatsServerOptions options;
     options.users_conf = RenderedUsersConf(records_json);
-    options.extra_config = extra_config;
     server = mesh::testing::NatsServer::Start(options);
   }
   ~LiveMesh() {

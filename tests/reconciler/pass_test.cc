@@ -9,13 +9,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "observers/certificate.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/users_file.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
-#include "tests/support/test_certificates.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -617,7 +615,7 @@ TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched"
   CHECK(op.Observe().streams.empty());
 }
 
-TEST_CASE("records invalid: the last valid records are kept; none ever valid: no plan",
+TEST_CASE("records invalid: the last valid records are kept, and with none ever valid no plan",
           "[pass][integration]") {
   Fresh f;
   f.Converge();
@@ -656,32 +654,6 @@ TEST_CASE("an unreachable monitor or bus: the pass reports why and plans nothing
     CHECK(report.plan.drift.empty());
     CHECK(report.status.message().find(test::kReconcilerPassword) == std::string::npos);
   }
-}
-
-TEST_CASE("over TLS: the certificate the bus presented is reported for the expiry metric",
-          "[pass][integration]") {
-  const std::string dir = mesh::testing::MakeTempDir("mesh-pass-tls");
-  mesh::testing::CertificateSpec ca_spec;
-  ca_spec.common_name = "mesh test CA";
-  ca_spec.is_ca = true;
-  const auto ca = mesh::testing::MakeCertificate(ca_spec, dir, "ca");
-  mesh::testing::CertificateSpec leaf_spec;
-  leaf_spec.common_name = "bus";
-  leaf_spec.ip_names = {"127.0.0.1"};
-  leaf_spec.issuer = &ca;
-  leaf_spec.not_after = 12 * 86400;
-  const auto leaf = mesh::testing::MakeCertificate(leaf_spec, dir, "leaf");
-  LiveMesh mesh(test::ExampleRecordsJson(), mesh::testing::TlsServerConfig(leaf));
-  Settings settings = mesh.PassSettings();
-  settings.bus.ca_file = ca.cert_file;
-  Reconciler reconciler(settings);
-  CHECK_FALSE(reconciler.bus_certificate_expiry());
-  PassReport report = reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply);
-  INFO(Describe(report));
-  CHECK(report.converged());
-  CHECK(reconciler.bus_certificate_expiry() == observers::CertificateExpiry(leaf.cert_file));
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

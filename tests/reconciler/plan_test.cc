@@ -464,7 +464,8 @@ TEST_CASE("consumers: missing, updated in place, report only", "[plan]") {
   }
 }
 
-TEST_CASE("actions are ordered: users file, streams, consumers; create, update, delete", "[plan]") {
+TEST_CASE("actions are ordered: users file, streams, consumers, each by create, update, delete",
+          "[plan]") {
   Fixture f;
   f.options.prune = Prune::kYes;
   f.observed.users_file = {};
