@@ -303,23 +303,35 @@ int RunRemoteReconcile(Settings& settings) {
   return report->converged() ? kExitOk : kExitDrift;
 }
 
+// POSTs `target` to the daemon and parses its 200 answer as a JSON object into `doc`.
+// Returns kExitOk, or the exit code after printing why (usage, transport, refusal, garbage).
+int PostForJson(const Settings& settings, const char* command, const std::string& target,
+                rapidjson::Document& doc) {
+  Result<observers::HttpResponse> response = PostToDaemon(settings, target, kRemoteShortTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? Usage(command, response.status().message())
+                                           : Fail(command, response.status().message());
+  }
+  if (response->status != 200) return Fail(command, RemoteError(*response));
+  doc.Parse(response->body.data(), response->body.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    return Fail(command, "unreadable answer from the daemon");
+  }
+  return kExitOk;
+}
+
 int RunHold(Settings& settings) {
   constexpr const char* kCommand = "hold";
   if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
     return Usage(kCommand, "--for: more than 0 and at most 24h");
   }
-  Result<observers::HttpResponse> response =
-      PostToDaemon(settings, "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms",
-                   kRemoteShortTimeout);
-  if (!response.ok()) {
-    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
-                                           : Fail(kCommand, response.status().message());
-  }
-  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
   rapidjson::Document doc;
-  doc.Parse(response->body.data(), response->body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("until") ||
-      !doc["until"].IsString()) {
+  if (int code = PostForJson(settings, kCommand,
+                             "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms", doc);
+      code != kExitOk) {
+    return code;
+  }
+  if (!doc.HasMember("until") || !doc["until"].IsString()) {
     return Fail(kCommand, "unreadable answer from the daemon");
   }
   std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
@@ -329,17 +341,9 @@ int RunHold(Settings& settings) {
 
 int RunRelease(Settings& settings) {
   constexpr const char* kCommand = "release";
-  Result<observers::HttpResponse> response =
-      PostToDaemon(settings, "/release", kRemoteShortTimeout);
-  if (!response.ok()) {
-    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
-                                           : Fail(kCommand, response.status().message());
-  }
-  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
   rapidjson::Document doc;
-  doc.Parse(response->body.data(), response->body.size());
-  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("was_held") ||
-      !doc["was_held"].IsBool()) {
+  if (int code = PostForJson(settings, kCommand, "/release", doc); code != kExitOk) return code;
+  if (!doc.HasMember("was_held") || !doc["was_held"].IsBool()) {
     return Fail(kCommand, "unreadable answer from the daemon");
   }
   std::puts(doc["was_held"].GetBool() ? "released: passes repair again (a pass runs now)"
