@@ -43,6 +43,10 @@ observers::ObservedState ObserveFileAndServer(const Settings& settings) {
 
 // A server that is not ready (e.g. still recovering its store) would make every stream look
 // missing, and recreating them would fight the recovery: no observation, no plan.
+// After apply, the gate is not needed: nothing more is acted on, and a cluster that has just
+// created replicated objects reports them "not current" on /healthz until the replicas catch up.
+enum class ReadinessGate { kRequired, kNotRequired };
+
 Status ServerReady(const observers::ObservedServer& server) {
   if (!server.monitor_configured || server.healthy) return Status::Ok();
   return Status(
@@ -63,7 +67,7 @@ struct Reconciler::Impl {
   bool Prepare(PassReport& report);
   bool Render(PassReport& report);
   Status Connect(uint64_t pass_id);
-  Result<observers::ObservedState> Observe(uint64_t pass_id);
+  Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate);
   void Finish(PassReport& report, Clock::time_point started);
 
   Settings settings;
@@ -170,15 +174,23 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 // thread while JetStream is listed (the pass's wall time is then the longest of the two).
 // Without one, readiness is checked before connecting, so that a server that is down costs no
 // connect timeout.
-Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id) {
+Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
+                                                          ReadinessGate gate) {
   const bool overlap = bus && bus->connected();
   std::future<observers::ObservedState> side;
   observers::ObservedState observed;
+  auto check_ready = [&]() -> Status {
+    Status ready = ServerReady(observed.server);
+    if (ready.ok() || gate == ReadinessGate::kRequired) return ready;
+    Log(LogLevel::kInfo, pass_id, "server not yet current after apply; listing anyway",
+        {{"reason", ready.message()}});
+    return Status::Ok();
+  };
   if (overlap) {
     side = std::async(std::launch::async, ObserveFileAndServer, std::cref(settings));
   } else {
     observed = ObserveFileAndServer(settings);
-    if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
+    if (Status ready = check_ready(); !ready.ok()) return ready;
   }
   Status connected = Connect(pass_id);
   Result<observers::ObservedJetStream> jetstream =
@@ -186,7 +198,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id) {
                      : Result<observers::ObservedJetStream>(connected);
   if (overlap) {
     observed = side.get();
-    if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
+    if (Status ready = check_ready(); !ready.ok()) return ready;
   }
   if (!jetstream.ok()) return jetstream.status();
   observed.jetstream = std::move(*jetstream);
@@ -246,7 +258,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
-  Result<observers::ObservedState> observed = Observe(pass_id);
+  Result<observers::ObservedState> observed = Observe(pass_id, ReadinessGate::kRequired);
   if (!observed.ok()) {
     report.status = observed.status();
     Finish(report, started);
@@ -274,7 +286,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     const ApplyTargets targets{bus.get(), settings.users_file, settings.pid_file,
                                settings.monitor_url};
     report.outcomes = Apply(allowed, targets);
-    Result<observers::ObservedState> after = Observe(pass_id);
+    Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
     if (!after.ok()) {
       report.status =
           Status(after.status().code(), "observing after apply: " + after.status().message());
