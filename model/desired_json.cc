@@ -1,38 +1,17 @@
 #include "model/desired_json.h"
 
-#include <rapidjson/prettywriter.h>
-#include <rapidjson/stringbuffer.h>
-
 #include "model/digest.h"
+#include "model/spec_json.h"
 
 namespace mesh::model {
 namespace {
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+using json::Field;
+using json::String;
+using json::Writer;
 
 void Key(Writer& w, const char* key) {
   w.Key(key);
-}
-void String(Writer& w, const std::string& value) {
-  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-}
-void Field(Writer& w, const char* key, const std::string& value) {
-  Key(w, key);
-  String(w, value);
-}
-void Field(Writer& w, const char* key, const char* value) {
-  Key(w, key);
-  w.String(value);
-}
-void Field(Writer& w, const char* key, int64_t value) {
-  Key(w, key);
-  w.Int64(value);
-}
-void Field(Writer& w, const char* key, const std::vector<std::string>& values) {
-  Key(w, key);
-  w.StartArray();
-  for (const std::string& v : values) String(w, v);
-  w.EndArray();
 }
 template <typename Tag>
 void Field(Writer& w, const char* key, const std::vector<NamedString<Tag>>& values) {
@@ -55,33 +34,9 @@ const char* CredentialKind(const Credential& credential) {
   return "?";
 }
 
-void WriteStream(Writer& w, const StreamSpec& s) {
-  w.StartObject();
-  Field(w, "name", s.name.str());
-  Field(w, "subjects", s.subjects);
-  Field(w, "retention", ToApi(s.retention));
-  Field(w, "storage", ToApi(s.storage));
-  Field(w, "replicas", s.replicas);
-  Field(w, "max_age_ns", s.max_age_ns);
-  Field(w, "max_msgs", s.max_msgs);
-  Field(w, "max_bytes", s.max_bytes);
-  Field(w, "discard", ToApi(s.discard));
-  Field(w, "description", s.description);
-  w.EndObject();
-}
-
 void WriteConsumer(Writer& w, const ConsumerSpec& c) {
   w.StartObject();
-  Field(w, "stream", c.stream.str());
-  Field(w, "durable", c.durable.str());
-  Field(w, "filter_subject", c.filter_subject);
-  Field(w, "deliver_subject", c.deliver_subject);
-  Field(w, "deliver_group", c.deliver_group);
-  Field(w, "ack_policy", ToApi(c.ack));
-  Field(w, "deliver_policy", ToApi(c.deliver));
-  Field(w, "replay_policy", ToApi(c.replay));
-  Field(w, "ack_wait_ns", c.ack_wait_ns);
-  Field(w, "max_deliver", c.max_deliver);
+  json::WriteConsumerSpecFields(w, c);
   Field(w, "ack_permission", ConsumerId{c.stream, c.durable}.AckPermission());
   w.EndObject();
 }
@@ -120,7 +75,7 @@ std::string DesiredToJson(const DesiredState& desired, const RenderedUsersFile* 
   Field(w, "replicas", static_cast<int64_t>(desired.replicas));
   Key(w, "streams");
   w.StartArray();
-  for (const StreamSpec& s : desired.streams) WriteStream(w, s);
+  for (const StreamSpec& s : desired.streams) json::WriteStreamSpec(w, s);
   w.EndArray();
   Key(w, "consumers");
   w.StartArray();

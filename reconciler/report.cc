@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "model/digest.h"
+#include "model/spec_json.h"
 #include "reconciler/pass.h"
 
 namespace mesh::reconciler {
@@ -35,61 +36,14 @@ const char* ModeName(ApplyMode mode) {
 
 // ---------- JSON writing ----------
 
-using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-void String(Writer& w, const std::string& value) {
-  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-}
-void Field(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  String(w, value);
-}
-void Field(Writer& w, const char* key, const char* value) {
-  w.Key(key);
-  w.String(value);
-}
-void Field(Writer& w, const char* key, int64_t value) {
-  w.Key(key);
-  w.Int64(value);
-}
-void BoolField(Writer& w, const char* key, bool value) {
-  w.Key(key);
-  w.Bool(value);
-}
-void Field(Writer& w, const char* key, const std::vector<std::string>& values) {
-  w.Key(key);
-  w.StartArray();
-  for (const std::string& v : values) String(w, v);
-  w.EndArray();
-}
-
-void WriteStreamSpec(Writer& w, const model::StreamSpec& s) {
-  w.StartObject();
-  Field(w, "name", s.name.str());
-  Field(w, "subjects", s.subjects);
-  Field(w, "retention", model::ToApi(s.retention));
-  Field(w, "storage", model::ToApi(s.storage));
-  Field(w, "replicas", static_cast<int64_t>(s.replicas));
-  Field(w, "max_age_ns", s.max_age_ns);
-  Field(w, "max_msgs", s.max_msgs);
-  Field(w, "max_bytes", s.max_bytes);
-  Field(w, "discard", model::ToApi(s.discard));
-  Field(w, "description", s.description);
-  w.EndObject();
-}
+using model::json::BoolField;
+using model::json::Field;
+using model::json::String;
+using model::json::Writer;
 
 void WriteConsumerSpec(Writer& w, const model::ConsumerSpec& c) {
   w.StartObject();
-  Field(w, "stream", c.stream.str());
-  Field(w, "durable", c.durable.str());
-  Field(w, "filter_subject", c.filter_subject);
-  Field(w, "deliver_subject", c.deliver_subject);
-  Field(w, "deliver_group", c.deliver_group);
-  Field(w, "ack_policy", model::ToApi(c.ack));
-  Field(w, "deliver_policy", model::ToApi(c.deliver));
-  Field(w, "replay_policy", model::ToApi(c.replay));
-  Field(w, "ack_wait_ns", c.ack_wait_ns);
-  Field(w, "max_deliver", c.max_deliver);
+  model::json::WriteConsumerSpecFields(w, c);
   w.EndObject();
 }
 
@@ -124,7 +78,7 @@ void WriteAction(Writer& w, const Action& a) {
   Field(w, "name", a.name);
   if (a.stream) {
     w.Key("stream");
-    WriteStreamSpec(w, *a.stream);
+    model::json::WriteStreamSpec(w, *a.stream);
   }
   if (a.consumer) {
     w.Key("consumer");
