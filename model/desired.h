@@ -76,10 +76,10 @@ struct ConsumerId {
   std::string AckPermission() const;  // "$JS.ACK.<stream>.<durable>.>"
   auto operator<=>(const ConsumerId&) const = default;
 };
-ConsumerId ControlConsumer();                            // CONTROL / controller
-ConsumerId DeclConsumer(const std::string& node);        // DECL / decl_<node>
-ConsumerId SeatWorker(const std::string& seat);          // SEAT_<seat> / worker
-ConsumerId EventConsumer(const std::string& follower,    // EVENTS / ev_<f>_<seat>_<event>
+ConsumerId ControlConsumer();                          // CONTROL / controller
+ConsumerId DeclConsumer(const std::string& node);      // DECL / decl_<node>
+ConsumerId SeatWorker(const std::string& seat);        // SEAT_<seat> / worker
+ConsumerId EventConsumer(const std::string& follower,  // EVENTS / ev_<f>_<seat>_<event>
                          const FollowRef& follow);
 
 enum class PrincipalKind { kReconciler, kController, kNode, kModule };
@@ -107,9 +107,9 @@ struct DesiredState {
   std::string mesh;
   std::string account;
   int replicas = 1;
-  std::vector<StreamSpec> streams;      // sorted by name
-  std::vector<ConsumerSpec> consumers;  // sorted by (stream, durable)
-  std::vector<Principal> principals;    // sorted by user name; the reconciler included
+  std::vector<StreamSpec> streams;           // sorted by name
+  std::vector<ConsumerSpec> consumers;       // sorted by (stream, durable)
+  std::vector<Principal> principals;         // sorted by user name; the reconciler included
   std::vector<UserName> without_credential;  // principals left out of the users file, sorted
 };
 

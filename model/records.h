@@ -32,7 +32,7 @@ struct FollowRef {  // "<seat>.<event>"
 
 struct Bus {
   std::string account = "MESH";
-  int replicas = 1;                        // 1, 3 or 5
+  int replicas = 1;                         // 1, 3 or 5
   int64_t events_max_age_seconds = 604800;  // >= 120
   bool operator==(const Bus&) const = default;
 };

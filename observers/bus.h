@@ -6,14 +6,14 @@
 // only forward to the EventSink (which must be thread-safe and must not block).
 #pragma once
 
+#include <nats/nats.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nats/nats.h>
 
 #include "model/names.h"
 #include "model/result.h"

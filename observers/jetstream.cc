@@ -194,10 +194,10 @@ Status CheckComplete(const rapidjson::Document& doc, const std::string& what) {
   const rapidjson::Value* missing = Member(doc, "missing");
   if (missing == nullptr || !missing->IsArray() || missing->Empty()) return Status::Ok();
   const rapidjson::Value& first = (*missing)[0];
-  return Status(Errc::kUnavailable,
-                what + ": " + std::to_string(missing->Size()) +
-                    " not described by their leaders in time (first: " +
-                    (first.IsString() ? first.GetString() : "?") + "); no leader yet?");
+  return Status(Errc::kUnavailable, what + ": " + std::to_string(missing->Size()) +
+                                        " not described by their leaders in time (first: " +
+                                        (first.IsString() ? first.GetString() : "?") +
+                                        "); no leader yet?");
 }
 
 // Offsets of the pages after the first one, from the first page's total and limit.

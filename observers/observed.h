@@ -36,9 +36,9 @@ struct ObservedJetStream {
 struct ObservedUsersFile {
   enum class State { kAbsent, kUnreadable, kPresent };
   State state = State::kAbsent;
-  std::string bytes;            // when kPresent
-  int64_t mtime_unix_ns = 0;    // when kPresent
-  std::string error;            // when kUnreadable: why (no secret content)
+  std::string bytes;          // when kPresent
+  int64_t mtime_unix_ns = 0;  // when kPresent
+  std::string error;          // when kUnreadable: why (no secret content)
 };
 
 struct ObservedServer {

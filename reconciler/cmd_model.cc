@@ -13,7 +13,9 @@
 namespace mesh::reconciler {
 namespace {
 
-const char* GetEnvVar(const char* name) { return std::getenv(name); }
+const char* GetEnvVar(const char* name) {
+  return std::getenv(name);
+}
 
 // The records path: the first positional argument, else --records.
 std::string RecordsPath(const Settings& settings) {
@@ -124,8 +126,7 @@ int RunRenderUsers(Settings& settings) {
   }
   auto rendered = model::RenderUsersFile(desired, *hashes);
   if (!rendered.ok()) {
-    std::fprintf(stderr, "mesh-reconciler render-users: %s\n",
-                 rendered.status().message().c_str());
+    std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;
   }
   for (const auto& user : rendered->without_credential) {

@@ -15,10 +15,14 @@ std::mutex g_write_mutex;
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "info";
 }
@@ -27,11 +31,21 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -103,9 +117,8 @@ LogLevel ParseLogLevel(std::string_view text) {
   return LogLevel::kInfo;
 }
 
-std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now,
-                          uint64_t pass_id, std::string_view message,
-                          std::initializer_list<LogField> fields) {
+std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now, uint64_t pass_id,
+                          std::string_view message, std::initializer_list<LogField> fields) {
   std::string out;
   if (format == LogFormat::kJson) out += '{';
   AppendField(out, format, "ts", now, true);

@@ -28,8 +28,7 @@ void Log(LogLevel level, uint64_t pass_id, std::string_view message,
 std::string FormatRfc3339Millis(int64_t unix_ms);
 
 // The formatting alone (pure, for tests): `now` as RFC 3339.
-std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now,
-                          uint64_t pass_id, std::string_view message,
-                          std::initializer_list<LogField> fields);
+std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now, uint64_t pass_id,
+                          std::string_view message, std::initializer_list<LogField> fields);
 
 }  // namespace mesh::reconciler

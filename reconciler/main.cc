@@ -26,8 +26,8 @@ const Command kCommands[] = {
      mesh::reconciler::kReconcileHelp, mesh::reconciler::RunReconcile},
     {"run", "the daemon: a woken reconcile loop with metrics and admin endpoints",
      mesh::reconciler::kRunHelp, mesh::reconciler::RunDaemon},
-    {"hold", "ask a running daemon to observe only, for a while",
-     mesh::reconciler::kHoldHelp, mesh::reconciler::RunHold},
+    {"hold", "ask a running daemon to observe only, for a while", mesh::reconciler::kHoldHelp,
+     mesh::reconciler::RunHold},
     {"release", "end a hold on a running daemon", mesh::reconciler::kReleaseHelp,
      mesh::reconciler::RunRelease},
 };
@@ -69,20 +69,21 @@ int main(int argc, char** argv) {
     return mesh::reconciler::kExitUsage;
   }
   std::vector<std::string> args(argv + 2, argv + argc);
-  auto settings = mesh::reconciler::ParseSettings(args, [](const char* n) { return std::getenv(n); });
+  auto settings =
+      mesh::reconciler::ParseSettings(args, [](const char* n) { return std::getenv(n); });
   if (!settings.ok()) {
-    std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n",
-                 command->name, settings.status().message().c_str(), command->name);
+    std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command->name,
+                 settings.status().message().c_str(), command->name);
     return mesh::reconciler::kExitUsage;
   }
   if (settings->help) {
     std::fputs(command->help, stdout);
     return mesh::reconciler::kExitOk;
   }
-  mesh::reconciler::ConfigureLogging(
-      mesh::reconciler::ParseLogLevel(settings->log_level),
-      settings->log_format == "json" ? mesh::reconciler::LogFormat::kJson
-                                     : mesh::reconciler::LogFormat::kLogfmt);
+  mesh::reconciler::ConfigureLogging(mesh::reconciler::ParseLogLevel(settings->log_level),
+                                     settings->log_format == "json"
+                                         ? mesh::reconciler::LogFormat::kJson
+                                         : mesh::reconciler::LogFormat::kLogfmt);
   try {
     return command->run(*settings);
   } catch (const std::exception& e) {

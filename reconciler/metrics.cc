@@ -119,10 +119,8 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
   duration_.Observe(report.duration_seconds);
   if (result == PassResult::kSuccess) last_success_.Set(now_unix_seconds);
   records_valid_.Set(report.records_valid ? 1 : 0);
-  lease_holder_.Set(report.lease.role == LeaseRole::kOff ||
-                            report.lease.role == LeaseRole::kHolder
-                        ? 1
-                        : 0);
+  lease_holder_.Set(
+      report.lease.role == LeaseRole::kOff || report.lease.role == LeaseRole::kHolder ? 1 : 0);
   if (report.status.ok()) {
     std::array<std::array<int, 3>, 3> counts{};
     for (const DriftEntry& entry : report.remaining) {

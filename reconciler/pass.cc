@@ -174,8 +174,7 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 // thread while JetStream is listed (the pass's wall time is then the longest of the two).
 // Without one, readiness is checked before connecting, so that a server that is down costs no
 // connect timeout.
-Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
-                                                          ReadinessGate gate) {
+Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate) {
   const bool overlap = bus && bus->connected();
   std::future<observers::ObservedState> side;
   observers::ObservedState observed;
@@ -271,7 +270,8 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
                                 Clock::now());
     if (report.lease.role != before) {
       Log(LogLevel::kInfo, pass_id, "lease",
-          {{"role", ToString(report.lease.role)}, {"holder", report.lease.holder},
+          {{"role", ToString(report.lease.role)},
+           {"holder", report.lease.holder},
            {"error", report.lease.error}});
     }
   }

@@ -74,7 +74,7 @@ const char* VerbOf(ActionKind v);
 
 struct Action {
   ActionKind kind = ActionKind::kCreateStream;
-  std::string name;  // as in DriftEntry
+  std::string name;                             // as in DriftEntry
   std::optional<model::StreamSpec> stream;      // create/update stream
   std::optional<model::ConsumerSpec> consumer;  // create/update consumer
   StreamName target_stream;                     // delete stream / consumer

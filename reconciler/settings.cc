@@ -34,114 +34,137 @@ std::string SetString(std::string& target, const std::string& value) {
 
 const std::map<std::string, FlagSpec>& Flags() {
   static const std::map<std::string, FlagSpec> flags = {
-      {"records", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                     return SetString(s.records_path, v);
-                   }}},
-      {"bus", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                 s.bus.urls = SplitCommaList(v);
-                 if (s.bus.urls.empty()) return "--bus: no URL given";
-                 for (const auto& url : s.bus.urls) {
-                   if (url.find('@') != std::string::npos) {
-                     return "--bus: credentials in a URL are refused; use --user and "
-                            "MESH_RECONCILER_PASSWORD or --password-file";
-                   }
-                 }
-                 return {};
-               }}},
-      {"user", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                  return SetString(s.bus.user, v);
-                }}},
-      {"password-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                           return SetString(s.password_file, v);
-                         }}},
-      {"users-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                        return SetString(s.users_file, v);
-                      }}},
-      {"pid-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                      return SetString(s.pid_file, v);
-                    }}},
-      {"monitor", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                     return SetString(s.monitor_url, v);
-                   }}},
-      {"ca-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                     return SetString(s.bus.ca_file, v);
-                   }}},
-      {"prune", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
-                   s.prune = Prune::kYes;
-                   return std::string();
-                 }}},
-      {"lease", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
-                   s.lease = LeaseMode::kKv;
-                   return std::string();
-                 }}},
-      {"bcrypt-cost", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                         try {
-                           size_t used = 0;
-                           int cost = std::stoi(v, &used);
-                           if (used != v.size() || cost < 4 || cost > 31) throw 0;
-                           s.bcrypt_cost = cost;
-                           return {};
-                         } catch (...) {
-                           return "--bcrypt-cost: expected a whole number from 4 to 31";
-                         }
-                       }}},
-      {"json", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
-                  s.format = OutputFormat::kJson;
-                  return std::string();
-                }}},
-      {"out", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                 return SetString(s.out, v);
-               }}},
-      {"listen", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                    if (v.rfind(':') == std::string::npos) return "--listen: expected HOST:PORT";
-                    s.listen = v;
-                    return {};
-                  }}},
-      {"token-file", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                        return SetString(s.token_file, v);
-                      }}},
-      {"interval", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                      auto d = ParseDuration(v);
-                      if (!d.ok()) return "--interval: " + d.status().message();
-                      if (d->count() < 100) return "--interval: at least 100ms";
-                      s.interval = *d;
-                      return {};
-                    }}},
-      {"tls-cert", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                      return SetString(s.tls_cert_file, v);
-                    }}},
-      {"tls-key", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                     return SetString(s.tls_key_file, v);
-                   }}},
-      {"log-level", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                       if (v != "debug" && v != "info" && v != "warn" && v != "error") {
-                         return "--log-level: expected debug, info, warn or error";
-                       }
-                       s.log_level = v;
-                       return {};
-                     }}},
-      {"log-format", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                        if (v != "logfmt" && v != "json") return "--log-format: logfmt or json";
-                        s.log_format = v;
-                        return {};
-                      }}},
-      {"remote", {FlagKind::kString, [](Settings& s, const std::string& v) {
-                    return SetString(s.remote, v);
-                  }}},
-      {"for", {FlagKind::kString, [](Settings& s, const std::string& v) -> std::string {
-                 auto d = ParseDuration(v);
-                 if (!d.ok()) return "--for: " + d.status().message();
-                 s.hold_for = *d;
-                 return {};
-               }}},
-      {"once", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
-                  s.once = true;
-                  return std::string();
-                }}},
-      {"help", {FlagKind::kSwitch, [](Settings& s, const std::string&) {
-                  s.help = true;
-                  return std::string();
-                }}},
+      {"records",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.records_path, v); }}},
+      {"bus",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          s.bus.urls = SplitCommaList(v);
+          if (s.bus.urls.empty()) return "--bus: no URL given";
+          for (const auto& url : s.bus.urls) {
+            if (url.find('@') != std::string::npos) {
+              return "--bus: credentials in a URL are refused; use --user and "
+                     "MESH_RECONCILER_PASSWORD or --password-file";
+            }
+          }
+          return {};
+        }}},
+      {"user",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.bus.user, v); }}},
+      {"password-file",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.password_file, v); }}},
+      {"users-file",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.users_file, v); }}},
+      {"pid-file",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.pid_file, v); }}},
+      {"monitor",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.monitor_url, v); }}},
+      {"ca-file",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.bus.ca_file, v); }}},
+      {"prune",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.prune = Prune::kYes;
+          return std::string();
+        }}},
+      {"lease",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.lease = LeaseMode::kKv;
+          return std::string();
+        }}},
+      {"bcrypt-cost",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          try {
+            size_t used = 0;
+            int cost = std::stoi(v, &used);
+            if (used != v.size() || cost < 4 || cost > 31) throw 0;
+            s.bcrypt_cost = cost;
+            return {};
+          } catch (...) {
+            return "--bcrypt-cost: expected a whole number from 4 to 31";
+          }
+        }}},
+      {"json",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.format = OutputFormat::kJson;
+          return std::string();
+        }}},
+      {"out",
+       {FlagKind::kString, [](Settings& s, const std::string& v) { return SetString(s.out, v); }}},
+      {"listen",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          if (v.rfind(':') == std::string::npos) return "--listen: expected HOST:PORT";
+          s.listen = v;
+          return {};
+        }}},
+      {"token-file",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.token_file, v); }}},
+      {"interval",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          auto d = ParseDuration(v);
+          if (!d.ok()) return "--interval: " + d.status().message();
+          if (d->count() < 100) return "--interval: at least 100ms";
+          s.interval = *d;
+          return {};
+        }}},
+      {"tls-cert",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.tls_cert_file, v); }}},
+      {"tls-key",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.tls_key_file, v); }}},
+      {"log-level",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+            return "--log-level: expected debug, info, warn or error";
+          }
+          s.log_level = v;
+          return {};
+        }}},
+      {"log-format",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          if (v != "logfmt" && v != "json") return "--log-format: logfmt or json";
+          s.log_format = v;
+          return {};
+        }}},
+      {"remote",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.remote, v); }}},
+      {"for",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          auto d = ParseDuration(v);
+          if (!d.ok()) return "--for: " + d.status().message();
+          s.hold_for = *d;
+          return {};
+        }}},
+      {"once",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.once = true;
+          return std::string();
+        }}},
+      {"help",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.help = true;
+          return std::string();
+        }}},
   };
   return flags;
 }
@@ -184,11 +207,16 @@ Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
     std::string unit;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) unit += text[i++];
     int64_t ms_per_unit = 0;
-    if (unit == "ms") ms_per_unit = 1;
-    else if (unit == "s") ms_per_unit = 1000;
-    else if (unit == "m") ms_per_unit = 60 * 1000;
-    else if (unit == "h") ms_per_unit = 3600 * 1000;
-    else return Status(Errc::kInvalidArgument, "unknown unit in \"" + text + "\" (ms, s, m, h)");
+    if (unit == "ms")
+      ms_per_unit = 1;
+    else if (unit == "s")
+      ms_per_unit = 1000;
+    else if (unit == "m")
+      ms_per_unit = 60 * 1000;
+    else if (unit == "h")
+      ms_per_unit = 3600 * 1000;
+    else
+      return Status(Errc::kInvalidArgument, "unknown unit in \"" + text + "\" (ms, s, m, h)");
     total += std::chrono::milliseconds(number * ms_per_unit);
   }
   return total;
@@ -270,6 +298,8 @@ Status LoadSecrets(Settings& settings, const GetEnv& getenv) {
   return Status::Ok();
 }
 
-const char* PassSettingsHelp() { return kPassSettingsHelpText; }
+const char* PassSettingsHelp() {
+  return kPassSettingsHelpText;
+}
 
 }  // namespace mesh::reconciler

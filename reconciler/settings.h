@@ -25,30 +25,30 @@ enum class LeaseMode { kOff, kKv };  // --lease: act on JetStream only while hol
 
 struct Settings {
   // Pass settings.
-  std::string records_path;        // --records (or the first positional argument of validate,...)
-  observers::BusSettings bus;      // --bus URL[,URL...], --user, password, --ca-file, pinning
-  std::string password_file;       // --password-file (read by LoadSecrets)
-  std::string users_file;          // --users-file: the file nats-server includes
-  std::string pid_file;            // --pid-file: nats-server's pid file
-  std::string monitor_url;         // --monitor: http://127.0.0.1:8222
-  Prune prune = Prune::kNo;        // --prune
-  LeaseMode lease = LeaseMode::kOff;  // --lease (MESH_RECONCILER_LEASE=1)
-  int bcrypt_cost = 10;            // --bcrypt-cost
+  std::string records_path;    // --records (or the first positional argument of validate,...)
+  observers::BusSettings bus;  // --bus URL[,URL...], --user, password, --ca-file, pinning
+  std::string password_file;   // --password-file (read by LoadSecrets)
+  std::string users_file;      // --users-file: the file nats-server includes
+  std::string pid_file;        // --pid-file: nats-server's pid file
+  std::string monitor_url;     // --monitor: http://127.0.0.1:8222
+  Prune prune = Prune::kNo;    // --prune
+  LeaseMode lease = LeaseMode::kOff;           // --lease (MESH_RECONCILER_LEASE=1)
+  int bcrypt_cost = 10;                        // --bcrypt-cost
   OutputFormat format = OutputFormat::kTable;  // --json
-  std::string out;                 // --out FILE (render-users)
+  std::string out;                             // --out FILE (render-users)
   // Daemon.
-  std::string listen = "127.0.0.1:9464";       // --listen HOST:PORT
-  std::string token_file;                      // --token-file
-  std::chrono::milliseconds interval{30000};   // --interval 30s | 5m | 500ms
-  std::string tls_cert_file;                   // --tls-cert (HTTP listener)
-  std::string tls_key_file;                    // --tls-key
-  std::string log_level = "info";              // --log-level debug|info|warn|error
-  std::string log_format = "logfmt";           // --log-format logfmt|json
+  std::string listen = "127.0.0.1:9464";      // --listen HOST:PORT
+  std::string token_file;                     // --token-file
+  std::chrono::milliseconds interval{30000};  // --interval 30s | 5m | 500ms
+  std::string tls_cert_file;                  // --tls-cert (HTTP listener)
+  std::string tls_key_file;                   // --tls-key
+  std::string log_level = "info";             // --log-level debug|info|warn|error
+  std::string log_format = "logfmt";          // --log-format logfmt|json
   // On-call.
-  std::string remote;                          // --remote http://127.0.0.1:9464
+  std::string remote;                                  // --remote http://127.0.0.1:9464
   std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
-  bool once = false;                           // --once
-  bool help = false;                           // --help / -h
+  bool once = false;                                   // --once
+  bool help = false;                                   // --help / -h
   std::vector<std::string> positional;
 };
 
@@ -67,7 +67,8 @@ Result<std::chrono::milliseconds> ParseDuration(const std::string& text);
 // The help text of every pass setting, for each subcommand's --help. The text is also a
 // constant so that help strings can be assembled at compile time (they are read by main.cc's
 // static command table, which must not depend on dynamic initialisation order).
-inline constexpr char kPassSettingsHelpText[] = R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
+inline constexpr char kPassSettingsHelpText[] =
+    R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
   --records FILE          the records file (JSON, contract version 1)
   --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
   --user NAME             the reconciler's own user (default mesh-reconciler)

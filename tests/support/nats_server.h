@@ -34,12 +34,12 @@ struct NatsServerOptions {
   // string starts the server with a users.conf holding one no-permission-limits user
   // "admin"/"admin" in account MESH with JetStream enabled.
   std::string users_conf;
-  std::string server_name;       // default "n<port>"
+  std::string server_name;  // default "n<port>"
   // Cluster: routes to these ports (other members' cluster ports); empty for standalone.
-  int cluster_port = 0;          // 0: no cluster block
+  int cluster_port = 0;  // 0: no cluster block
   std::vector<int> route_ports;
   std::string cluster_name = "mesh";
-  bool wait_healthy = true;      // Start() waits for /healthz ok
+  bool wait_healthy = true;  // Start() waits for /healthz ok
   // Appended to the main configuration, e.g. a `tls { cert_file: ..., key_file: ... }` block.
   std::string extra_config;
 };
@@ -51,10 +51,10 @@ class NatsServer {
   static std::unique_ptr<NatsServer> Start(const NatsServerOptions& options);
   ~NatsServer();  // Stop()
 
-  void Stop();           // SIGTERM to our PID, wait; SIGKILL after a deadline
-  void Kill();           // SIGKILL, no cleanup (a crash)
-  void Restart();        // Stop() then start again with the same folder, ports and config
-  void WipeStore();      // removes the JetStream store directory (server must be stopped)
+  void Stop();       // SIGTERM to our PID, wait; SIGKILL after a deadline
+  void Kill();       // SIGKILL, no cleanup (a crash)
+  void Restart();    // Stop() then start again with the same folder, ports and config
+  void WipeStore();  // removes the JetStream store directory (server must be stopped)
   bool running() const;
 
   pid_t pid() const;

@@ -22,8 +22,8 @@ using MsgPtr = std::unique_ptr<natsMsg, decltype(&natsMsg_Destroy)>;
 
 int Fail(const std::string& what, natsStatus status) {
   const char* detail = nats_GetLastError(nullptr);  // capture at once
-  std::fprintf(stderr, "mesh-nats-request: %s: %s%s%s\n", what.c_str(),
-               natsStatus_GetText(status), detail ? ": " : "", detail ? detail : "");
+  std::fprintf(stderr, "mesh-nats-request: %s: %s%s%s\n", what.c_str(), natsStatus_GetText(status),
+               detail ? ": " : "", detail ? detail : "");
   return 1;
 }
 
@@ -34,11 +34,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (arg == "--bus") bus = next();
-    else if (arg == "--user") user = next();
-    else if (arg == "--password-file") password_file = next();
-    else if (subject.empty()) subject = arg;
-    else payload = arg;
+    if (arg == "--bus")
+      bus = next();
+    else if (arg == "--user")
+      user = next();
+    else if (arg == "--password-file")
+      password_file = next();
+    else if (subject.empty())
+      subject = arg;
+    else
+      payload = arg;
   }
   if (bus.empty() || subject.empty()) {
     std::fprintf(stderr,
