@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "observers/c_handle.h"
 #include "observers/nats_error.h"
 #include "observers/tls_trust.h"
 #include "observers/url.h"
@@ -15,31 +16,16 @@
 namespace mesh::observers {
 namespace {
 
+using OptionsPtr = CHandle<natsOptions, natsOptions_Destroy>;
+using ConnectionPtr = CHandle<natsConnection, natsConnection_Destroy>;
+using SubscriptionPtr = CHandle<natsSubscription, natsSubscription_Destroy>;
+using MsgPtr = CHandle<natsMsg, natsMsg_Destroy>;
+using InboxPtr = CHandle<natsInbox, natsInbox_Destroy>;
+
 constexpr int64_t kReconnectWaitMs = 250;
 constexpr int kForever = -1;  // natsOptions_SetMaxReconnect: keep trying
 // How often RequestMany looks at the connection while it waits for answers.
 constexpr auto kConnectionCheck = std::chrono::milliseconds(50);
-
-struct OptionsDeleter {
-  void operator()(natsOptions* p) const { natsOptions_Destroy(p); }
-};
-struct ConnectionDeleter {
-  void operator()(natsConnection* p) const { natsConnection_Destroy(p); }
-};
-struct SubscriptionDeleter {
-  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
-};
-struct MsgDeleter {
-  void operator()(natsMsg* p) const { natsMsg_Destroy(p); }
-};
-struct InboxDeleter {
-  void operator()(natsInbox* p) const { natsInbox_Destroy(p); }
-};
-using OptionsPtr = std::unique_ptr<natsOptions, OptionsDeleter>;
-using ConnectionPtr = std::unique_ptr<natsConnection, ConnectionDeleter>;
-using SubscriptionPtr = std::unique_ptr<natsSubscription, SubscriptionDeleter>;
-using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
-using InboxPtr = std::unique_ptr<natsInbox, InboxDeleter>;
 
 std::string JoinAddresses(const std::vector<std::string>& urls) {
   std::string joined;

@@ -10,15 +10,13 @@
 #include <ctime>
 #include <memory>
 
+#include "observers/c_handle.h"
+
 namespace mesh::observers {
 namespace {
 
-struct X509Deleter {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioDeleter {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
+using X509Ptr = CHandle<X509, X509_free>;
+using BioPtr = CHandle<BIO, BIO_free>;
 
 int64_t UnixSeconds(const ASN1_TIME* time) {
   std::tm tm{};
@@ -27,7 +25,7 @@ int64_t UnixSeconds(const ASN1_TIME* time) {
 }
 
 std::string Subject(X509* certificate) {
-  std::unique_ptr<BIO, BioDeleter> bio(BIO_new(BIO_s_mem()));
+  BioPtr bio(BIO_new(BIO_s_mem()));
   if (!bio) return "";
   if (X509_NAME_print_ex(bio.get(), X509_get_subject_name(certificate), 0, XN_FLAG_RFC2253) < 0) {
     return "";
@@ -58,10 +56,9 @@ CertificateFacts FactsOf(X509* certificate) {
 }
 
 Result<CertificateFacts> ReadCertificateFile(const std::string& path) {
-  std::unique_ptr<BIO, BioDeleter> file(BIO_new_file(path.c_str(), "r"));
+  BioPtr file(BIO_new_file(path.c_str(), "r"));
   if (!file) return Status(Errc::kIo, "cannot read the certificate file " + path);
-  std::unique_ptr<X509, X509Deleter> certificate(
-      PEM_read_bio_X509(file.get(), nullptr, nullptr, nullptr));
+  X509Ptr certificate(PEM_read_bio_X509(file.get(), nullptr, nullptr, nullptr));
   if (!certificate) {
     return Status(Errc::kInvalidArgument, "no PEM certificate in " + path);
   }

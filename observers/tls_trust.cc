@@ -16,11 +16,15 @@
 #include <boost/beast/ssl.hpp>
 #include <ctime>
 
+#include "observers/c_handle.h"
 #include "observers/nats_error.h"
 #include "observers/url.h"
 
 namespace mesh::observers {
 namespace {
+
+using X509Ptr = CHandle<X509, X509_free>;
+using StorePtr = CHandle<X509_STORE, X509_STORE_free>;
 
 namespace beast = boost::beast;
 namespace net = boost::asio;
@@ -29,12 +33,7 @@ using tcp = net::ip::tcp;
 
 constexpr size_t kMaxInfoBytes = 64 * 1024;  // a NATS INFO line is a few hundred bytes
 
-struct X509Deleter {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct StoreDeleter {
-  void operator()(X509_STORE* p) const { X509_STORE_free(p); }
-};
+// Not a CHandle: OPENSSL_free is a macro (it passes the caller's file and line).
 struct OpenSslStringDeleter {
   void operator()(char* p) const { OPENSSL_free(p); }
 };
@@ -176,7 +175,7 @@ Result<std::shared_ptr<const TlsObservations>> InstallTlsTrust(natsOptions* opti
   auto check = std::make_unique<PeerCheck>();
   check->mode = TlsModeOf(settings);
   check->observations = std::make_shared<TlsObservations>();
-  std::unique_ptr<X509_STORE, StoreDeleter> ca_store;
+  StorePtr ca_store;
   switch (check->mode) {
     case TlsMode::kPlain:
       return Status(Errc::kInvalidArgument, "no TLS trust configured");
@@ -288,7 +287,7 @@ Result<CertificateFacts> FetchPresentedCertificate(const std::string& url,
   ioc.run_for(timeout + std::chrono::milliseconds(100));
   if (!outcome) return Status(Errc::kTimeout, where + ": no answer in time");
   if (!outcome->ok()) return *outcome;
-  std::unique_ptr<X509, X509Deleter> presented(SSL_get1_peer_certificate(stream.native_handle()));
+  X509Ptr presented(SSL_get1_peer_certificate(stream.native_handle()));
   if (!presented) return Status(Errc::kRefused, where + ": presented no certificate");
   return FactsOf(presented.get());
   // `stream` closes the socket here: CONNECT, and with it any credential, is never sent.

@@ -6,34 +6,20 @@
 #include <cstdlib>
 #include <random>
 
+#include "observers/c_handle.h"
 #include "observers/nats_error.h"
 
 namespace mesh::reconciler {
 namespace {
 
+using JsPtr = CHandle<jsCtx, jsCtx_Destroy>;
+using KvPtr = CHandle<kvStore, kvStore_Destroy>;
+using KvStatusPtr = CHandle<kvStatus, kvStatus_Destroy>;
+using KvEntryPtr = CHandle<kvEntry, kvEntry_Destroy>;
+using PubAckPtr = CHandle<jsPubAck, jsPubAck_Destroy>;
+
 constexpr char kBucketDescription[] = "mesh-reconciler lease: which instance acts on JetStream";
 constexpr int64_t kNanosPerMilli = 1'000'000;
-
-struct JsDeleter {
-  void operator()(jsCtx* p) const { jsCtx_Destroy(p); }
-};
-struct KvDeleter {
-  void operator()(kvStore* p) const { kvStore_Destroy(p); }
-};
-struct KvStatusDeleter {
-  void operator()(kvStatus* p) const { kvStatus_Destroy(p); }
-};
-struct KvEntryDeleter {
-  void operator()(kvEntry* p) const { kvEntry_Destroy(p); }
-};
-struct PubAckDeleter {
-  void operator()(jsPubAck* p) const { jsPubAck_Destroy(p); }
-};
-using JsPtr = std::unique_ptr<jsCtx, JsDeleter>;
-using KvPtr = std::unique_ptr<kvStore, KvDeleter>;
-using KvStatusPtr = std::unique_ptr<kvStatus, KvStatusDeleter>;
-using KvEntryPtr = std::unique_ptr<kvEntry, KvEntryDeleter>;
-using PubAckPtr = std::unique_ptr<jsPubAck, PubAckDeleter>;
 
 }  // namespace
 

@@ -10,23 +10,20 @@
 #include <boost/asio/ssl/context.hpp>
 #include <cstring>
 
+#include "observers/c_handle.h"
 #include "reconciler/log.h"
 
 namespace mesh::reconciler {
 namespace {
+
+using BioPtr = CHandle<BIO, BIO_free>;
+using KeyPtr = CHandle<EVP_PKEY, EVP_PKEY_free>;
 
 namespace ssl = boost::asio::ssl;
 
 struct LoadedContext {
   std::shared_ptr<ssl::context> context;
   observers::CertificateFacts certificate;
-};
-
-struct BioDeleter {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-struct KeyDeleter {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
 };
 
 // OpenSSL's reason for the earliest error queued on this thread (the root cause), and an empty
@@ -47,14 +44,13 @@ int RefusePassphrase(char*, int, int, void*) {
   return 0;
 }
 
-Result<std::unique_ptr<EVP_PKEY, KeyDeleter>> ReadPrivateKey(const std::string& key_file) {
-  std::unique_ptr<BIO, BioDeleter> file(BIO_new_file(key_file.c_str(), "r"));
+Result<KeyPtr> ReadPrivateKey(const std::string& key_file) {
+  BioPtr file(BIO_new_file(key_file.c_str(), "r"));
   if (!file) {
     return Status(Errc::kIo,
                   "--tls-key " + key_file + ": cannot read (" + TakeOpenSslReason() + ")");
   }
-  std::unique_ptr<EVP_PKEY, KeyDeleter> key(
-      PEM_read_bio_PrivateKey(file.get(), nullptr, &RefusePassphrase, nullptr));
+  KeyPtr key(PEM_read_bio_PrivateKey(file.get(), nullptr, &RefusePassphrase, nullptr));
   if (!key) {
     return Status(Errc::kInvalidArgument, "--tls-key " + key_file +
                                               ": not an unencrypted PEM private key (" +
@@ -84,7 +80,7 @@ Result<LoadedContext> BuildContext(const std::string& cert_file, const std::stri
   }
   X509* leaf = SSL_CTX_get0_certificate(native);
   if (leaf == nullptr) return Status(Errc::kInvalidArgument, "--tls-cert " + cert_file + ": empty");
-  Result<std::unique_ptr<EVP_PKEY, KeyDeleter>> key = ReadPrivateKey(key_file);
+  Result<KeyPtr> key = ReadPrivateKey(key_file);
   if (!key.ok()) return key.status();
   if (X509_check_private_key(leaf, key->get()) != 1) {
     ERR_clear_error();

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
+#include "observers/c_handle.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_server.h"
 
@@ -19,12 +20,8 @@ using testing::BusSettingsFor;
 using testing::NatsServer;
 using testing::WaitFor;
 
-struct ConnectionDeleter {
-  void operator()(natsConnection* p) const { natsConnection_Destroy(p); }
-};
-struct SubscriptionDeleter {
-  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
-};
+using ConnectionPtr = CHandle<natsConnection, natsConnection_Destroy>;
+using SubscriptionPtr = CHandle<natsSubscription, natsSubscription_Destroy>;
 
 // An unrestricted client ("admin") that answers "echo.<n>" with "<n>", holding requests back and
 // answering each batch of kBatch in reverse order so that replies arrive out of order. It also
@@ -70,9 +67,9 @@ class Responder {
     self->pending_.clear();
   }
 
-  std::unique_ptr<natsConnection, ConnectionDeleter> connection_;
-  std::unique_ptr<natsSubscription, SubscriptionDeleter> echo_;
-  std::unique_ptr<natsSubscription, SubscriptionDeleter> silent_;
+  ConnectionPtr connection_;
+  SubscriptionPtr echo_;
+  SubscriptionPtr silent_;
   std::mutex mutex_;
   std::vector<natsMsg*> pending_;
   int received_ = 0;

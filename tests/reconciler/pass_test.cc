@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "observers/c_handle.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/users_file.h"
@@ -105,12 +106,8 @@ mesh::testing::NatsConnectionPtr TryConnect(const LiveMesh& mesh, const std::str
   }
 }
 
-struct SubscriptionDeleter {
-  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
-};
-struct MsgDeleter {
-  void operator()(natsMsg* p) const { natsMsg_Destroy(p); }
-};
+using SubscriptionPtr = CHandle<natsSubscription, natsSubscription_Destroy>;
+using MsgPtr = CHandle<natsMsg, natsMsg_Destroy>;
 
 // node-a receives, on its own deliver subject, a declaration the controller publishes: the
 // node's user, its permissions and its DECL consumer all work.
@@ -119,7 +116,7 @@ void RequireNodeAReceives(const LiveMesh& mesh, const std::string& text) {
   REQUIRE(node != nullptr);
   natsSubscription* raw_sub = nullptr;
   REQUIRE(natsConnection_SubscribeSync(&raw_sub, node.get(), "mesh.in.node-a.decl") == NATS_OK);
-  std::unique_ptr<natsSubscription, SubscriptionDeleter> sub(raw_sub);
+  SubscriptionPtr sub(raw_sub);
   REQUIRE(natsConnection_FlushTimeout(node.get(), 5000) == NATS_OK);
 
   auto controller = TryConnect(mesh, "mesh-controller", kControllerPassword);
@@ -130,7 +127,7 @@ void RequireNodeAReceives(const LiveMesh& mesh, const std::string& text) {
 
   natsMsg* raw_msg = nullptr;
   REQUIRE(natsSubscription_NextMsg(&raw_msg, sub.get(), 5000) == NATS_OK);
-  std::unique_ptr<natsMsg, MsgDeleter> msg(raw_msg);
+  MsgPtr msg(raw_msg);
   CHECK(std::string(natsMsg_GetData(msg.get()), natsMsg_GetDataLength(msg.get())) == text);
 }
 

@@ -11,29 +11,17 @@
 #include <memory>
 #include <stdexcept>
 
+#include "observers/c_handle.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::testing {
 namespace {
 
-struct KeyDeleter {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct X509Deleter {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioDeleter {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-struct BignumDeleter {
-  void operator()(BIGNUM* p) const { BN_free(p); }
-};
-struct ExtensionDeleter {
-  void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); }
-};
-using KeyPtr = std::unique_ptr<EVP_PKEY, KeyDeleter>;
-using X509Ptr = std::unique_ptr<X509, X509Deleter>;
-using BioPtr = std::unique_ptr<BIO, BioDeleter>;
+using KeyPtr = CHandle<EVP_PKEY, EVP_PKEY_free>;
+using X509Ptr = CHandle<X509, X509_free>;
+using BioPtr = CHandle<BIO, BIO_free>;
+using BignumPtr = CHandle<BIGNUM, BN_free>;
+using ExtensionPtr = CHandle<X509_EXTENSION, X509_EXTENSION_free>;
 
 void Check(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("test certificate: ") + what + " failed");
@@ -52,8 +40,7 @@ std::string Drain(BIO* bio) {
 }
 
 void AddExtension(X509* cert, X509V3_CTX* ctx, int nid, const std::string& value) {
-  std::unique_ptr<X509_EXTENSION, ExtensionDeleter> ext(
-      X509V3_EXT_conf_nid(nullptr, ctx, nid, value.c_str()));
+  ExtensionPtr ext(X509V3_EXT_conf_nid(nullptr, ctx, nid, value.c_str()));
   Check(ext != nullptr, "X509V3_EXT_conf_nid");
   Check(X509_add_ext(cert, ext.get(), -1) == 1, "X509_add_ext");
 }
@@ -79,7 +66,7 @@ TestCertificate MakeCertificate(const CertificateSpec& spec, const std::string& 
   X509Ptr cert(X509_new());
   Check(cert != nullptr, "X509_new");
   Check(X509_set_version(cert.get(), X509_VERSION_3) == 1, "X509_set_version");
-  std::unique_ptr<BIGNUM, BignumDeleter> serial(BN_new());
+  BignumPtr serial(BN_new());
   Check(serial && BN_rand(serial.get(), 64, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1, "BN_rand");
   Check(BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) != nullptr,
         "serial number");
