@@ -18,10 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/bench_identity.h"
 #include "bench/support/mesh_gen.h"
-#include "model/desired.h"
-#include "model/records.h"
-#include "model/users_file.h"
 #include "observers/bus.h"
 #include "reconciler/pass.h"
 #include "tests/reconciler/daemon_support.h"
@@ -35,10 +33,11 @@ using mesh::reconciler::test::RunCli;
 using mesh::testing::WaitFor;
 using Clock = std::chrono::steady_clock;
 
-constexpr char kUser[] = "mesh-reconciler";
-constexpr char kPassword[] = "bench-only-reconciler-password";
+using mesh::testing::kBenchCost;
+using mesh::testing::kBenchPassword;
+using mesh::testing::kBenchUser;
+
 constexpr char kToken[] = "bench-only-admin-token";
-constexpr int kCost = 4;
 
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "daemon_bench: %s\n", why.c_str());
@@ -48,20 +47,11 @@ constexpr int kCost = 4;
 // The users file the reconciler itself would render for `records_json`: the server starts
 // with it, so the reconciler connects as itself.
 std::string RenderUsers(const std::string& records_json) {
-  mesh::model::ParseOptions options;
-  options.reconciler_user = kUser;
-  mesh::model::ParseOutcome parsed = mesh::model::ParseRecords(records_json, options);
-  if (!parsed.ok()) Die("records invalid: " + parsed.errors.front().ToString());
-  mesh::model::ReconcilerIdentity identity;
-  identity.user = mesh::UserName(kUser);
-  identity.credential = {mesh::model::Credential::Kind::kPlain, kPassword};
-  const mesh::model::DesiredState desired = mesh::model::Derive(parsed.records, identity);
-  mesh::model::BcryptHasher hasher(kPassword, kCost);
-  auto hashes = hasher.HashAll(desired);
-  if (!hashes.ok()) Die(hashes.status().ToString());
-  auto rendered = mesh::model::RenderUsersFile(desired, *hashes);
-  if (!rendered.ok()) Die(rendered.status().ToString());
-  return rendered->bytes;
+  auto desired = mesh::testing::BenchDesired(records_json);
+  if (!desired.ok()) Die(desired.status().ToString());
+  auto users_conf = mesh::testing::BenchUsersConf(*desired);
+  if (!users_conf.ok()) Die(users_conf.status().ToString());
+  return *users_conf;
 }
 
 // A nats-server set up for `records_json`, the daemon running against it, and an admin
@@ -85,20 +75,17 @@ struct Bench {
     server = mesh::testing::NatsServer::Start(options);
     daemon = DaemonProcess::Start({"--records",     records_path,
                                    "--bus",         server->url(),
-                                   "--user",        kUser,
+                                   "--user",        kBenchUser,
                                    "--users-file",  server->users_file(),
                                    "--pid-file",    server->pid_file(),
                                    "--monitor",     server->monitor_url(),
-                                   "--bcrypt-cost", std::to_string(kCost),
+                                   "--bcrypt-cost", std::to_string(kBenchCost),
                                    "--token-file",  token_path,
                                    "--interval",    "1h",
                                    "--log-level",   "warn"},
-                                  {std::string("MESH_RECONCILER_PASSWORD=") + kPassword});
-    mesh::observers::BusSettings settings;
-    settings.urls = {server->url()};
-    settings.user = kUser;
-    settings.password = kPassword;
-    auto connected = mesh::observers::BusConnection::Connect(settings);
+                                  {std::string("MESH_RECONCILER_PASSWORD=") + kBenchPassword});
+    auto connected =
+        mesh::observers::BusConnection::Connect(mesh::testing::BenchBusSettings(server->url()));
     if (!connected.ok()) Die(connected.status().ToString());
     bus = std::move(*connected);
   }

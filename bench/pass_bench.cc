@@ -18,10 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/bench_identity.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
-#include "model/records.h"
-#include "model/users_file.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "reconciler/log.h"
@@ -35,9 +34,8 @@ using mesh::observers::ApiReply;
 using mesh::observers::ApiRequest;
 using mesh::observers::BusConnection;
 
-constexpr char kUser[] = "mesh-reconciler";
-constexpr char kPassword[] = "bench-only-reconciler-password";
-constexpr int kCost = 4;
+using mesh::testing::kBenchCost;
+
 constexpr int kInFlight = 16;
 
 [[noreturn]] void Die(const std::string& why) {
@@ -66,23 +64,15 @@ std::string BestAndMedian(const char* what, const std::vector<double>& values) {
 }
 
 mesh::model::DesiredState DesiredOf(const std::string& records_json) {
-  mesh::model::ParseOptions options;
-  options.reconciler_user = kUser;
-  mesh::model::ParseOutcome parsed = mesh::model::ParseRecords(records_json, options);
-  if (!parsed.ok()) Die("records invalid: " + parsed.errors.front().ToString());
-  mesh::model::ReconcilerIdentity identity;
-  identity.user = mesh::UserName(kUser);
-  identity.credential = {mesh::model::Credential::Kind::kPlain, kPassword};
-  return mesh::model::Derive(parsed.records, identity);
+  auto desired = mesh::testing::BenchDesired(records_json);
+  if (!desired.ok()) Die(desired.status().ToString());
+  return std::move(*desired);
 }
 
 std::string RenderUsers(const mesh::model::DesiredState& desired) {
-  mesh::model::BcryptHasher hasher(kPassword, kCost);
-  auto hashes = hasher.HashAll(desired);
-  if (!hashes.ok()) Die(hashes.status().ToString());
-  auto rendered = mesh::model::RenderUsersFile(desired, *hashes);
-  if (!rendered.ok()) Die(rendered.status().ToString());
-  return rendered->bytes;
+  auto users_conf = mesh::testing::BenchUsersConf(desired);
+  if (!users_conf.ok()) Die(users_conf.status().ToString());
+  return *users_conf;
 }
 
 // Every request must have an answer that is not an API error.
@@ -239,14 +229,12 @@ int main(int argc, char** argv) {
 
   mesh::reconciler::Settings settings;
   settings.records_path = records_path;
-  settings.bus.urls = {server->url()};
-  settings.bus.user = kUser;
-  settings.bus.password = kPassword;
+  settings.bus = mesh::testing::BenchBusSettings(server->url());
   settings.bus.max_in_flight = kInFlight;
   settings.users_file = server->users_file();
   settings.pid_file = server->pid_file();
   settings.monitor_url = server->monitor_url();
-  settings.bcrypt_cost = kCost;
+  settings.bcrypt_cost = kBenchCost;
   mesh::reconciler::Reconciler reconciler(settings);
   uint64_t pass_id = 0;
   auto pass = [&](const char* what) {

@@ -1,12 +1,6 @@
 #include "bench/support/observed_gen.h"
 
 namespace mesh::testing {
-namespace {
-
-constexpr int64_t kFileMtimeNs = 1'000'000;
-constexpr int64_t kLoadedAfterNs = 2'000'000;
-
-}  // namespace
 
 observers::ObservedState ConvergedObservation(const model::DesiredState& desired,
                                               const std::string& users_file_bytes) {
@@ -18,11 +12,11 @@ observers::ObservedState ConvergedObservation(const model::DesiredState& desired
   observed.jetstream.cluster_size = desired.replicas;
   observed.users_file.state = observers::ObservedUsersFile::State::kPresent;
   observed.users_file.bytes = users_file_bytes;
-  observed.users_file.mtime_unix_ns = kFileMtimeNs;
+  observed.users_file.mtime_unix_ns = kConvergedUsersFileMtimeNs;
   observed.server.monitor_configured = true;
   observed.server.reachable = true;
   observed.server.healthy = true;
-  observed.server.config_load_time_unix_ns = kLoadedAfterNs;
+  observed.server.config_load_time_unix_ns = kConvergedConfigLoadTimeNs;
   observed.server.jetstream_cluster_size = desired.replicas;
   return observed;
 }

@@ -71,19 +71,12 @@ class Client {
   Client(const std::string& url, const std::string& user, const std::string& password,
          InboxPrefix prefix = InboxPrefix::kOwn)
       : log_(std::make_unique<ErrorLog>()) {
-    natsOptions* raw_options = nullptr;
-    REQUIRE(natsOptions_Create(&raw_options) == NATS_OK);
-    std::unique_ptr<natsOptions, void (*)(natsOptions*)> options(raw_options, natsOptions_Destroy);
-    natsOptions_SetURL(options.get(), url.c_str());
-    natsOptions_SetUserInfo(options.get(), user.c_str(), password.c_str());
-    natsOptions_SetMaxReconnect(options.get(), 0);
-    if (prefix == InboxPrefix::kOwn) {
-      natsOptions_SetCustomInboxPrefix(options.get(), ("_INBOX." + user).c_str());
-    }
-    natsOptions_SetErrorHandler(options.get(), OnAsyncError, log_.get());
-    natsConnection* raw = nullptr;
-    const natsStatus status = natsConnection_Connect(&raw, options.get());
-    conn_.reset(raw);
+    mesh::testing::NatsClientOptions options;
+    options.own_inbox_prefix = prefix == InboxPrefix::kOwn;
+    options.error_handler = OnAsyncError;
+    options.error_closure = log_.get();
+    natsStatus status = NATS_OK;
+    conn_ = mesh::testing::ConnectNats(url, user, password, options, status);
     const std::string error =
         nats_GetLastError(nullptr) != nullptr ? nats_GetLastError(nullptr) : "";
     INFO(user << ": " << error);
@@ -112,7 +105,7 @@ class Client {
 
  private:
   std::unique_ptr<ErrorLog> log_;
-  std::unique_ptr<natsConnection, void (*)(natsConnection*)> conn_{nullptr, natsConnection_Destroy};
+  mesh::testing::NatsConnectionPtr conn_;
 };
 
 // The next message on `sub`, waiting for it; null when none came.

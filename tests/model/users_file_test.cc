@@ -22,6 +22,7 @@
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
 #include "tests/model/fixtures.h"
+#include "tests/support/nats_client.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::model {
@@ -52,6 +53,24 @@ RenderedUsersFile RenderExample(int cost = kCheapCost) {
 
 Credential Plain(const std::string& password) {
   return Credential{Credential::Kind::kPlain, password};
+}
+
+// A principal with a plain password and no permissions yet.
+Principal PlainPrincipal(const std::string& user, PrincipalKind kind, const std::string& password) {
+  Principal p;
+  p.user = UserName(user);
+  p.kind = kind;
+  p.credential = Plain(password);
+  return p;
+}
+
+// The rendering of an account "MESH" holding only `principal`.
+RenderedUsersFile RenderAlone(const Principal& principal) {
+  DesiredState d;
+  d.account = "MESH";
+  d.principals.push_back(principal);
+  BcryptHasher hasher("key", kCheapCost);
+  return Render(d, hasher);
 }
 
 std::vector<std::string> Lines(const std::string& bytes) {
@@ -131,16 +150,9 @@ TEST_CASE("the rendering carries each principal's permissions", "[render]") {
 }
 
 TEST_CASE("an empty allow list is written as deny everything", "[render]") {
-  DesiredState d;
-  d.account = "MESH";
-  Principal p;
-  p.user = UserName("quiet");
-  p.kind = PrincipalKind::kNode;
-  p.credential = Plain("secret");
+  Principal p = PlainPrincipal("quiet", PrincipalKind::kNode, "secret");
   p.subscribe_allow = {"_INBOX.quiet.>"};
-  d.principals.push_back(p);
-  BcryptHasher hasher("key", kCheapCost);
-  const RenderedUsersFile r = Render(d, hasher);
+  const RenderedUsersFile r = RenderAlone(p);
   const std::string& block = r.blocks.at(UserName("quiet"));
   CHECK(block.find("publish: {\n            deny: [\n              \">\"\n            ]\n") !=
         std::string::npos);
@@ -273,17 +285,10 @@ TEST_CASE("SplitUserBlocks reads hand-edited files and ignores what it cannot re
 }
 
 TEST_CASE("strings are escaped for the nats-server configuration syntax", "[render]") {
-  DesiredState d;
-  d.account = "MESH";
-  Principal p;
-  p.user = UserName("odd\"user\\name");
-  p.kind = PrincipalKind::kController;
-  p.credential = Plain("pw");
+  Principal p = PlainPrincipal("odd\"user\\name", PrincipalKind::kController, "pw");
   p.publish_allow = {"a.\"b\""};
   p.subscribe_allow = {"tab\there"};
-  d.principals.push_back(p);
-  BcryptHasher hasher("key", kCheapCost);
-  const RenderedUsersFile r = Render(d, hasher);
+  const RenderedUsersFile r = RenderAlone(p);
   CHECK(r.bytes.find("user: \"odd\\\"user\\\\name\"\n") != std::string::npos);
   CHECK(r.bytes.find("\"a.\\\"b\\\"\"\n") != std::string::npos);
   CHECK(r.bytes.find("\"tab\\there\"\n") != std::string::npos);
@@ -420,7 +425,7 @@ TEST_CASE("nats-server -t accepts the rendered example", "[render][nats]") {
 }
 
 // A connection to `url` as `user`, or null with the server's error.
-using Connection = std::unique_ptr<natsConnection, void (*)(natsConnection*)>;
+using Connection = mesh::testing::NatsConnectionPtr;
 
 std::atomic<int> permission_errors{0};
 
@@ -430,17 +435,9 @@ void OnAsyncError(natsConnection*, natsSubscription*, natsStatus status, void*) 
 
 Connection Connect(const std::string& url, const std::string& user, const std::string& password,
                    natsStatus& status) {
-  natsOptions* raw_options = nullptr;
-  REQUIRE(natsOptions_Create(&raw_options) == NATS_OK);
-  std::unique_ptr<natsOptions, void (*)(natsOptions*)> options(raw_options, natsOptions_Destroy);
-  natsOptions_SetURL(options.get(), url.c_str());
-  natsOptions_SetUserInfo(options.get(), user.c_str(), password.c_str());
-  natsOptions_SetMaxReconnect(options.get(), 0);
-  natsOptions_SetCustomInboxPrefix(options.get(), ("_INBOX." + user).c_str());
-  natsOptions_SetErrorHandler(options.get(), OnAsyncError, nullptr);
-  natsConnection* raw = nullptr;
-  status = natsConnection_Connect(&raw, options.get());
-  return Connection(raw, natsConnection_Destroy);
+  mesh::testing::NatsClientOptions options;
+  options.error_handler = OnAsyncError;
+  return mesh::testing::ConnectNats(url, user, password, options, status);
 }
 
 TEST_CASE("a live nats-server loads the rendering, authenticates and enforces it",

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <ctime>
-#include <filesystem>
 #include <mutex>
 
 #include "observers/bus.h"
@@ -18,15 +17,16 @@
 #include "observers/tls_trust.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
 
 namespace mesh::observers {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::CertificateSpec;
 using testing::MakeCertificate;
 using testing::NatsServer;
+using testing::TempDir;
 using testing::TestCertificate;
 using testing::WaitFor;
 
@@ -34,14 +34,8 @@ using testing::WaitFor;
 // "Authorization Violation"); a refused handshake as "TLS handshake error".
 constexpr const char* kAuthErrorLog = "authentication error";
 constexpr const char* kHandshakeErrorLog = "TLS handshake error";
-
-struct TempDir {
-  std::string path = testing::MakeTempDir("mesh-tls");
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+// A password the server refuses: had it been sent, the server would log an authentication error.
+constexpr const char* kWrongPassword = "wrong-password-xyz";
 
 // Sets an environment variable for the test's duration (read by OpenSSL when cnats creates
 // its TLS context), then restores it.
@@ -129,9 +123,58 @@ class EventLog {
   std::vector<BusEvent> events_;
 };
 
+// Connects to `server` pinning `pin`, with kWrongPassword; requires the reconciler's own
+// refusal (kRefused, before any credential is sent) and returns its text.
+std::string PinnedRefusal(const NatsServer& server, const TestCertificate& pin) {
+  auto bus = BusConnection::Connect(PinnedSettings(server, pin, kWrongPassword));
+  REQUIRE_FALSE(bus.ok());
+  INFO(bus.status().ToString());
+  CHECK(bus.status().code() == Errc::kRefused);
+  return bus.status().ToString();
+}
+
+CertificateSpec CaSpec(const std::string& common_name) {
+  CertificateSpec spec;
+  spec.common_name = common_name;
+  spec.is_ca = true;
+  return spec;
+}
+
+// A certificate for the URL's address ("bus", IP 127.0.0.1) signed by `ca`.
+CertificateSpec BusLeafSpec(const TestCertificate& ca) {
+  CertificateSpec spec;
+  spec.common_name = "bus";
+  spec.ip_names = {"127.0.0.1"};
+  spec.issuer = &ca;
+  return spec;
+}
+
+// A pin that names nothing, and an impostor that would satisfy cnats on its own: issued for
+// the URL's address by a CA that OpenSSL's default store (SSL_CERT_FILE) trusts while this
+// object lives.
+struct PinAndTrustedImpostor {
+  explicit PinAndTrustedImpostor(const std::string& dir)
+      : pin(MakeCertificate(CertificateSpec(), dir, "pin")),
+        public_ca(MakeCertificate(CaSpec("a public CA"), dir, "public-ca")),
+        impostor(MakeCertificate(ImpostorSpec(public_ca), dir, "impostor")),
+        system_store("SSL_CERT_FILE", public_ca.cert_file) {}
+
+  static CertificateSpec ImpostorSpec(const TestCertificate& ca) {
+    CertificateSpec spec;
+    spec.ip_names = {"127.0.0.1"};
+    spec.issuer = &ca;
+    return spec;
+  }
+
+  const TestCertificate pin;
+  const TestCertificate public_ca;
+  const TestCertificate impostor;
+  EnvOverride system_store;
+};
+
 TEST_CASE("Certificate facts: the openssl-style SHA-256 fingerprint and the validity window",
           "[observers][tls]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";
   spec.not_after = 10 * 86400;
@@ -156,15 +199,9 @@ TEST_CASE("Certificate facts: the openssl-style SHA-256 fingerprint and the vali
 
 TEST_CASE("CA file: a certificate from the CA naming the URL's host is trusted",
           "[observers][tls][integration]") {
-  TempDir dir;
-  CertificateSpec ca_spec;
-  ca_spec.common_name = "mesh test CA";
-  ca_spec.is_ca = true;
-  const TestCertificate ca = MakeCertificate(ca_spec, dir.path, "ca");
-  CertificateSpec leaf_spec;
-  leaf_spec.common_name = "bus";
-  leaf_spec.ip_names = {"127.0.0.1"};
-  leaf_spec.issuer = &ca;
+  TempDir dir("mesh-tls");
+  const TestCertificate ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "ca");
+  CertificateSpec leaf_spec = BusLeafSpec(ca);
   leaf_spec.not_after = 20 * 86400;
   const TestCertificate leaf = MakeCertificate(leaf_spec, dir.path, "leaf");
   auto server = StartTlsServer(leaf);
@@ -182,15 +219,10 @@ TEST_CASE("CA file: a certificate from the CA naming the URL's host is trusted",
 
 TEST_CASE("CA file: the wrong name, another CA, or only the system's CAs are refused",
           "[observers][tls][integration]") {
-  TempDir dir;
-  CertificateSpec ca_spec;
-  ca_spec.common_name = "mesh test CA";
-  ca_spec.is_ca = true;
-  const TestCertificate ca = MakeCertificate(ca_spec, dir.path, "ca");
-  const TestCertificate other_ca = MakeCertificate(ca_spec, dir.path, "other-ca");
-  CertificateSpec leaf_spec;
-  leaf_spec.common_name = "bus";
-  leaf_spec.ip_names = {"127.0.0.1"};
+  TempDir dir("mesh-tls");
+  const TestCertificate ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "ca");
+  const TestCertificate other_ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "other-ca");
+  CertificateSpec leaf_spec = BusLeafSpec(ca);
 
   TestCertificate served;
   std::optional<EnvOverride> system_store;
@@ -198,14 +230,12 @@ TEST_CASE("CA file: the wrong name, another CA, or only the system's CAs are ref
   SECTION("signed by the CA but naming another host") {
     leaf_spec.ip_names = {"10.9.9.9"};
     leaf_spec.dns_names = {"elsewhere.example"};
-    leaf_spec.issuer = &ca;
     served = MakeCertificate(leaf_spec, dir.path, "leaf");
     expected = "IP address mismatch";
   }
   SECTION("signed by the CA but naming nothing") {
     leaf_spec.common_name.clear();
     leaf_spec.ip_names.clear();
-    leaf_spec.issuer = &ca;
     served = MakeCertificate(leaf_spec, dir.path, "leaf");
     expected = "IP address mismatch";
   }
@@ -235,7 +265,7 @@ TEST_CASE("CA file: the wrong name, another CA, or only the system's CAs are ref
 
 TEST_CASE("A pinned self-signed certificate that names nothing is accepted",
           "[observers][tls][integration]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;  // no subject, no subjectAltName: valid for no name at all
   spec.not_after = 40 * 86400;
   const TestCertificate pin = MakeCertificate(spec, dir.path, "bus");
@@ -258,7 +288,7 @@ TEST_CASE("A pinned self-signed certificate that names nothing is accepted",
 
 TEST_CASE("FetchPresentedCertificate reads the server's certificate without logging in",
           "[observers][tls][integration]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";
   const TestCertificate served = MakeCertificate(spec, dir.path, "bus");
@@ -278,7 +308,7 @@ TEST_CASE("FetchPresentedCertificate reads the server's certificate without logg
 
 TEST_CASE("Another certificate than the pinned one is refused before any credential is sent",
           "[observers][tls][integration]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";  // same subject, another key
   const TestCertificate pin = MakeCertificate(spec, dir.path, "pinned");
@@ -286,22 +316,18 @@ TEST_CASE("Another certificate than the pinned one is refused before any credent
   REQUIRE(FingerprintOf(pin) != FingerprintOf(impostor));
   auto server = StartTlsServer(impostor);
 
-  // A wrong password: had it been sent, the server would log an authentication error.
-  auto bus = BusConnection::Connect(PinnedSettings(*server, pin, "wrong-password-xyz"));
-  REQUIRE_FALSE(bus.ok());
-  const std::string message = bus.status().ToString();
+  const std::string message = PinnedRefusal(*server, pin);
   INFO(message);
-  CHECK(bus.status().code() == Errc::kRefused);
   CHECK(message.find("fingerprint did not match") != std::string::npos);
   CHECK(message.find("expected " + FingerprintOf(pin)) != std::string::npos);
   CHECK(message.find("presented " + FingerprintOf(impostor)) != std::string::npos);
   CHECK(message.find(server->url()) != std::string::npos);
-  CHECK(message.find("wrong-password-xyz") == std::string::npos);
+  CHECK(message.find(kWrongPassword) == std::string::npos);
   CHECK(Count(ServerLog(*server), kAuthErrorLog) == 0);
   CHECK(OpenConnections(*server) == 0);
 
   // The control: pinning what the server presents, the same wrong password reaches the server.
-  auto control = BusConnection::Connect(PinnedSettings(*server, impostor, "wrong-password-xyz"));
+  auto control = BusConnection::Connect(PinnedSettings(*server, impostor, kWrongPassword));
   REQUIRE_FALSE(control.ok());
   CHECK(control.status().message().find("Authorization Violation") != std::string::npos);
   CHECK(WaitFor([&] { return Count(ServerLog(*server), kAuthErrorLog) == 1; }));
@@ -330,18 +356,9 @@ TEST_CASE("cnats alone: a no-name pin fails, a system CA's certificate for the h
   // with the pin as its only configured CA, cnats still checks the URL's host (so a pin naming
   // nothing can never pass) and still trusts OpenSSL's default store (so any certificate a
   // system CA issued for the host passes).
-  TempDir dir;
-  CertificateSpec pin_spec;
-  const TestCertificate pin = MakeCertificate(pin_spec, dir.path, "pin");
-  CertificateSpec ca_spec;
-  ca_spec.common_name = "a public CA";
-  ca_spec.is_ca = true;
-  const TestCertificate public_ca = MakeCertificate(ca_spec, dir.path, "public-ca");
-  CertificateSpec other_spec;
-  other_spec.ip_names = {"127.0.0.1"};
-  other_spec.issuer = &public_ca;
-  const TestCertificate other = MakeCertificate(other_spec, dir.path, "other");
-  EnvOverride system_store("SSL_CERT_FILE", public_ca.cert_file);
+  TempDir dir("mesh-tls");
+  const PinAndTrustedImpostor certificates(dir.path);
+  const TestCertificate& pin = certificates.pin;
   std::string error;
 
   SECTION("the genuine, pinned server") {
@@ -351,7 +368,7 @@ TEST_CASE("cnats alone: a no-name pin fails, a system CA's certificate for the h
     CHECK(BusConnection::Connect(PinnedSettings(*server, pin)).ok());
   }
   SECTION("a server presenting another certificate, from a system CA") {
-    auto server = StartTlsServer(other);
+    auto server = StartTlsServer(certificates.impostor);
     INFO(error);
     CHECK(PlainCnatsConnect(*server, pin.cert_pem, error) == NATS_OK);
     auto bus = BusConnection::Connect(PinnedSettings(*server, pin));
@@ -362,19 +379,10 @@ TEST_CASE("cnats alone: a no-name pin fails, a system CA's certificate for the h
 
 TEST_CASE("Every reconnect is checked: a server back with another certificate gets no login",
           "[observers][tls][integration]") {
-  TempDir dir;
-  CertificateSpec pin_spec;  // names nothing
-  const TestCertificate pin = MakeCertificate(pin_spec, dir.path, "pin");
-  // The impostor would satisfy cnats on its own: a CA the system trusts, the URL's address.
-  CertificateSpec ca_spec;
-  ca_spec.common_name = "a public CA";
-  ca_spec.is_ca = true;
-  const TestCertificate public_ca = MakeCertificate(ca_spec, dir.path, "public-ca");
-  CertificateSpec impostor_spec;
-  impostor_spec.ip_names = {"127.0.0.1"};
-  impostor_spec.issuer = &public_ca;
-  const TestCertificate impostor = MakeCertificate(impostor_spec, dir.path, "impostor");
-  EnvOverride system_store("SSL_CERT_FILE", public_ca.cert_file);
+  TempDir dir("mesh-tls");
+  const PinAndTrustedImpostor certificates(dir.path);
+  const TestCertificate& pin = certificates.pin;
+  const TestCertificate& impostor = certificates.impostor;
 
   // The server serves whatever is in these two files at its start.
   TestCertificate served = pin;
@@ -419,7 +427,7 @@ TEST_CASE("Every reconnect is checked: a server back with another certificate ge
 
 TEST_CASE("An expired pinned certificate is refused, naming its expiry",
           "[observers][tls][integration]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";
   spec.not_before = -10 * 86400;
@@ -427,11 +435,8 @@ TEST_CASE("An expired pinned certificate is refused, naming its expiry",
   const TestCertificate expired = MakeCertificate(spec, dir.path, "expired");
   auto server = StartTlsServer(expired);
 
-  auto bus = BusConnection::Connect(PinnedSettings(*server, expired, "wrong-password-xyz"));
-  REQUIRE_FALSE(bus.ok());
-  const std::string message = bus.status().ToString();
+  const std::string message = PinnedRefusal(*server, expired);
   INFO(message);
-  CHECK(bus.status().code() == Errc::kRefused);
   CHECK(message.find("expired at") != std::string::npos);
   CHECK(message.find(FingerprintOf(expired)) != std::string::npos);
   CHECK(Count(ServerLog(*server), kAuthErrorLog) == 0);
@@ -439,7 +444,7 @@ TEST_CASE("An expired pinned certificate is refused, naming its expiry",
 
 TEST_CASE("With a pin, a server without TLS or an unreadable pin is refused",
           "[observers][tls][integration]") {
-  TempDir dir;
+  TempDir dir("mesh-tls");
   CertificateSpec spec;
   const TestCertificate pin = MakeCertificate(spec, dir.path, "pin");
   testing::NatsServerOptions options;
@@ -447,7 +452,7 @@ TEST_CASE("With a pin, a server without TLS or an unreadable pin is refused",
   auto plain = NatsServer::Start(options);
 
   SECTION("plaintext server") {
-    auto bus = BusConnection::Connect(PinnedSettings(*plain, pin, "wrong-password-xyz"));
+    auto bus = BusConnection::Connect(PinnedSettings(*plain, pin, kWrongPassword));
     REQUIRE_FALSE(bus.ok());
     CHECK(bus.status().message().find("does not offer TLS") != std::string::npos);
     CHECK(Count(ServerLog(*plain), kAuthErrorLog) == 0);

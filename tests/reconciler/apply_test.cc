@@ -15,31 +15,25 @@
 #include "observers/monitor.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/bus_fixture.h"
+#include "tests/support/temp_dir.h"
 
 namespace mesh::reconciler {
 namespace {
 
 namespace fs = std::filesystem;
-using mesh::testing::MakeTempDir;
 using mesh::testing::NatsServer;
 using mesh::testing::ReadFile;
+using mesh::testing::TempDir;
 using mesh::testing::WaitFor;
 using mesh::testing::WriteFile;
 
-// A temporary folder removed at the end of the test.
-struct TempDir {
-  std::string path = MakeTempDir("mesh-apply");
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::vector<std::string> Entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
+// The names in folder `path`, sorted.
+std::vector<std::string> Entries(const std::string& path) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 int64_t LoadTime(const NatsServer& server) {
   return observers::ObserveServer(server.monitor_url(), std::chrono::seconds(2))
@@ -105,7 +99,7 @@ std::vector<Outcome> Outcomes(const std::vector<ActionOutcome>& outcomes) {
 
 TEST_CASE("WriteFileAtomically writes a whole new file, mode 0600, leaving no temporary",
           "[apply]") {
-  TempDir dir;
+  TempDir dir("mesh-apply");
   const std::string path = dir.path + "/users.conf";
   REQUIRE(WriteFileAtomically(path, "first\n").ok());
   CHECK(ReadFile(path) == "first\n");
@@ -119,12 +113,12 @@ TEST_CASE("WriteFileAtomically writes a whole new file, mode 0600, leaving no te
   CHECK(ReadFile(path) == big);
   CHECK((fs::status(path).permissions() & fs::perms::all) ==
         (fs::perms::owner_read | fs::perms::owner_write));
-  CHECK(dir.Entries() == std::vector<std::string>{"users.conf"});
+  CHECK(Entries(dir.path) == std::vector<std::string>{"users.conf"});
 }
 
 TEST_CASE("WriteFileAtomically failing leaves the old file intact and removes the temporary",
           "[apply]") {
-  TempDir dir;
+  TempDir dir("mesh-apply");
   SECTION("the target cannot be replaced (a non-empty folder stands there)") {
     const std::string path = dir.path + "/users.conf";
     fs::create_directory(path);
@@ -134,19 +128,19 @@ TEST_CASE("WriteFileAtomically failing leaves the old file intact and removes th
     CHECK(status.code() == Errc::kIo);
     CHECK(status.message().find(path) != std::string::npos);
     CHECK(ReadFile(path + "/keep") == "old");
-    CHECK(dir.Entries() == std::vector<std::string>{"users.conf"});
+    CHECK(Entries(dir.path) == std::vector<std::string>{"users.conf"});
   }
   SECTION("the folder does not exist") {
     Status status = WriteFileAtomically(dir.path + "/absent/users.conf", "new bytes");
     CHECK(status.code() == Errc::kIo);
-    CHECK(dir.Entries().empty());
+    CHECK(Entries(dir.path).empty());
   }
 }
 
 // ---------- signalling the server ----------
 
 TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process", "[apply]") {
-  TempDir dir;
+  TempDir dir("mesh-apply");
   const std::string pid_file = dir.path + "/nats.pid";
 
   CHECK(SignalReload(pid_file).message().find("cannot read pid file") != std::string::npos);
@@ -169,7 +163,7 @@ TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process
 }
 
 TEST_CASE("SignalReload sends SIGHUP to the process in the pid file", "[apply]") {
-  TempDir dir;
+  TempDir dir("mesh-apply");
   const std::string pid_file = dir.path + "/nats.pid";
   pid_t child = fork();
   REQUIRE(child >= 0);
@@ -215,7 +209,7 @@ TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stre
 }
 
 TEST_CASE("Apply writes the users file, and without --pid-file skips the reload", "[apply]") {
-  TempDir dir;
+  TempDir dir("mesh-apply");
   ApplyTargets targets;
   targets.users_file_path = dir.path + "/users.conf";
   std::vector<ActionOutcome> outcomes =

@@ -95,13 +95,20 @@ TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the ne
   CHECK(second.converged());
 }
 
-TEST_CASE("A cluster member down: no false drift while leaders move, back up: nothing recreated",
-          "[cluster][integration]") {
-  ClusterMesh mesh(ClusterRecordsJson());
-  Reconciler reconciler(mesh.PassSettings(kMonitored));
+// The cluster records on a cluster that passes have converged: the reconciler that did, and the
+// last pass id it used.
+struct ConvergedCluster {
+  ClusterMesh mesh{ClusterRecordsJson()};
+  Reconciler reconciler{mesh.PassSettings(kMonitored)};
   uint64_t pass_id = 0;
-  PassesUntilConverged(reconciler, pass_id);
 
+  ConvergedCluster() { PassesUntilConverged(reconciler, pass_id); }
+};
+
+TEST_CASE_METHOD(
+    ConvergedCluster,
+    "A cluster member down: no false drift while leaders move, back up: nothing recreated",
+    "[cluster][integration]") {
   // Take down the member (never the monitored one) that leads the most streams.
   std::map<size_t, int> led;
   for (const auto& stream : mesh.Observe().streams) ++led[mesh.cluster().IndexOf(stream.leader)];
@@ -145,13 +152,9 @@ TEST_CASE("A cluster member down: no false drift while leaders move, back up: no
   CHECK(steady.plan.actions.empty());
 }
 
-TEST_CASE("The whole cluster's storage wiped: one pass brings everything back",
-          "[cluster][integration]") {
-  ClusterMesh mesh(ClusterRecordsJson());
-  Reconciler reconciler(mesh.PassSettings(kMonitored));
-  uint64_t pass_id = 0;
-  PassesUntilConverged(reconciler, pass_id);
-
+TEST_CASE_METHOD(ConvergedCluster,
+                 "The whole cluster's storage wiped: one pass brings everything back",
+                 "[cluster][integration]") {
   mesh.cluster().StopAll();
   mesh.cluster().WipeAllStores();
   mesh.cluster().StartStopped();

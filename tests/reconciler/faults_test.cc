@@ -23,26 +23,19 @@
 #include "reconciler/pass.h"
 #include "reconciler/records_source.h"
 #include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/temp_dir.h"
 
 namespace mesh::reconciler {
 namespace {
 
 namespace fs = std::filesystem;
-using mesh::testing::MakeTempDir;
 using mesh::testing::ReadFile;
+using mesh::testing::TempDir;
 using mesh::testing::WaitFor;
 using mesh::testing::WriteFile;
 using test::LiveMesh;
 
 using Clock = std::chrono::steady_clock;
-
-struct TempDir {
-  std::string path = MakeTempDir("mesh-faults");
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 std::string Summary(const PassReport& report) {
   std::string out = "status: " + report.status.ToString() +
@@ -209,7 +202,7 @@ std::string NodesRecords(char tag, int nodes) {
 
 TEST_CASE("Records rewritten in place while read: never a mix of two versions",
           "[faults][records]") {
-  TempDir dir;
+  TempDir dir("mesh-faults");
   const std::string path = dir.path + "/records.json";
   const std::string a = NodesRecords('a', 400);
   const std::string b = NodesRecords('b', 400);
@@ -320,15 +313,25 @@ TEST_CASE("Records truncated mid-file: invalid, and the pass keeps the last vali
 
 // ---------- reloading the server ----------
 
-TEST_CASE("A pid file naming a dead process: the file is written, the reload reported failed",
-          "[faults][integration]") {
-  LiveMesh mesh(test::ExampleRecordsJson());
+// The example mesh after a first pass converged it: the reconciler that did, its settings, and
+// the users file it rendered.
+struct ConvergedExample {
+  LiveMesh mesh{test::ExampleRecordsJson()};
   Settings settings = mesh.PassSettings();
-  Reconciler healthy(settings);
-  REQUIRE(healthy.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
-  const std::string rendered = ReadFile(mesh.server->users_file());
+  Reconciler reconciler{settings};
+  std::string rendered;
 
-  TempDir dir;
+  ConvergedExample() {
+    REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
+    rendered = ReadFile(mesh.server->users_file());
+  }
+};
+
+TEST_CASE_METHOD(
+    ConvergedExample,
+    "A pid file naming a dead process: the file is written, the reload reported failed",
+    "[faults][integration]") {
+  TempDir dir("mesh-faults");
   pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) _exit(0);
@@ -338,8 +341,8 @@ TEST_CASE("A pid file naming a dead process: the file is written, the reload rep
   WriteFile(stale.pid_file, std::to_string(child) + "\n");
 
   WriteFile(mesh.server->users_file(), "# hand-edited\n" + rendered);
-  Reconciler reconciler(stale);
-  PassReport report = reconciler.RunPass(2, Trigger::kUsersFileChanged, ApplyMode::kApply);
+  Reconciler stale_reconciler(stale);
+  PassReport report = stale_reconciler.RunPass(2, Trigger::kUsersFileChanged, ApplyMode::kApply);
   INFO(Summary(report));
   CHECK(CountOutcomes(report, ActionKind::kWriteUsersFile, Outcome::kDone) == 1);
   CHECK(CountOutcomes(report, ActionKind::kReloadServer, Outcome::kFailed) == 1);
@@ -354,20 +357,16 @@ TEST_CASE("A pid file naming a dead process: the file is written, the reload rep
   CHECK(ReadFile(mesh.server->users_file()) == rendered);  // the write itself went through
 
   // With the real pid file the next pass reloads (the file on disk is already right).
-  PassReport fixed = healthy.RunPass(3, Trigger::kRetry, ApplyMode::kApply);
+  PassReport fixed = reconciler.RunPass(3, Trigger::kRetry, ApplyMode::kApply);
   INFO(Summary(fixed));
   CHECK(CountOutcomes(fixed, ActionKind::kWriteUsersFile, Outcome::kDone) == 0);
   CHECK(CountOutcomes(fixed, ActionKind::kReloadServer, Outcome::kDone) == 1);
   CHECK(fixed.converged());
 }
 
-TEST_CASE("The monitoring endpoint down: a reload is reported unconfirmed, not assumed",
-          "[faults][integration]") {
-  LiveMesh mesh(test::ExampleRecordsJson());
-  Settings settings = mesh.PassSettings();
-  Reconciler reconciler(settings);
-  REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
-  const std::string rendered = ReadFile(mesh.server->users_file());
+TEST_CASE_METHOD(ConvergedExample,
+                 "The monitoring endpoint down: a reload is reported unconfirmed, not assumed",
+                 "[faults][integration]") {
   auto load_time = [&] {
     return observers::ObserveServer(mesh.server->monitor_url(), std::chrono::seconds(2))
         .config_load_time_unix_ns;
@@ -429,7 +428,7 @@ std::string InChildWithFileSizeLimit(rlim_t limit, const std::function<std::stri
 
 TEST_CASE("A full disk: the write fails and is reported, the old users file stays whole",
           "[faults]") {
-  TempDir dir;
+  TempDir dir("mesh-faults");
   const std::string path = dir.path + "/users.conf";
   const std::string old_bytes = "accounts { MESH { users: [] } }\n";
   WriteFile(path, old_bytes);
@@ -464,7 +463,7 @@ TEST_CASE("A full disk: the write fails and is reported, the old users file stay
 TEST_CASE("A users file folder that is not a folder: the pass reports the failed write",
           "[faults][integration]") {
   LiveMesh mesh(test::ExampleRecordsJson());
-  TempDir dir;
+  TempDir dir("mesh-faults");
   const std::string not_a_folder = dir.path + "/file";
   WriteFile(not_a_folder, "x");
   Settings settings = mesh.PassSettings();
@@ -486,7 +485,7 @@ TEST_CASE("Readers of the users file see only whole renderings, never half a fil
   const std::string a = test::RenderedUsersConf(LargeMeshJson());
   const std::string b = test::RenderedUsersConf(test::GeneratedRecordsJson(11, 40, 20, 2));
   REQUIRE(a != b);
-  TempDir dir;
+  TempDir dir("mesh-faults");
   const std::string path = dir.path + "/users.conf";
   REQUIRE(WriteFileAtomically(path, a).ok());
 

@@ -3,6 +3,7 @@
 #include "reconciler/metrics.h"
 
 #include <catch2/catch.hpp>
+#include <initializer_list>
 
 #include "tests/reconciler/daemon_support.h"
 
@@ -11,6 +12,14 @@ namespace {
 
 bool Has(const std::string& text, const std::string& line) {
   return text.find(line) != std::string::npos;
+}
+
+// Checks that `text` holds every one of `lines`, naming the one it lacks.
+void CheckHasAll(const std::string& text, std::initializer_list<const char*> lines) {
+  for (const char* line : lines) {
+    INFO(line);
+    CHECK(Has(text, line));
+  }
 }
 
 DriftEntry Drift(ObjectKind kind, DriftState state, std::string name) {
@@ -58,16 +67,13 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
                           "\"} 0"));
     }
   }
-  CHECK(Has(text, "mesh_reconciler_build_info{version=\"1.2.3\"} 1"));
-  CHECK(Has(text, "mesh_reconciler_lease_holder 1"));
-  CHECK(Has(text, "mesh_reconciler_held 0"));
-  CHECK(Has(text, "mesh_bus_connected 0"));
-  CHECK(Has(text, "mesh_records_valid 0"));
-  CHECK(Has(text, "mesh_reconcile_exceptions_total 0"));
-  CHECK(Has(text, "mesh_reconcile_last_success_timestamp_seconds 0"));
-  CHECK(Has(text, "mesh_users_file_reloads_total{result=\"success\"} 0"));
-  CHECK(Has(text, "mesh_users_file_reloads_total{result=\"failure\"} 0"));
-  CHECK(Has(text, "# TYPE mesh_reconcile_duration_seconds histogram"));
+  CheckHasAll(
+      text, {"mesh_reconciler_build_info{version=\"1.2.3\"} 1", "mesh_reconciler_lease_holder 1",
+             "mesh_reconciler_held 0", "mesh_bus_connected 0", "mesh_records_valid 0",
+             "mesh_reconcile_exceptions_total 0", "mesh_reconcile_last_success_timestamp_seconds 0",
+             "mesh_users_file_reloads_total{result=\"success\"} 0",
+             "mesh_users_file_reloads_total{result=\"failure\"} 0",
+             "# TYPE mesh_reconcile_duration_seconds histogram"});
   // Absent until known.
   CHECK_FALSE(Has(text, "mesh_bus_certificate_expiry_timestamp_seconds"));
 }
@@ -76,20 +82,19 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
   Metrics metrics("test");
   metrics.RecordPass(BusyPass(), 1700000000.5);
   const std::string text = metrics.Serialize();
-  CHECK(Has(text, "mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2"));
-  CHECK(Has(text, "mesh_drift_objects{kind=\"consumer\",state=\"unexpected\"} 1"));
-  CHECK(Has(text, "mesh_drift_objects{kind=\"users_file\",state=\"differs\"} 1"));
-  CHECK(Has(text, "mesh_drift_objects{kind=\"consumer\",state=\"missing\"} 0"));
-  CHECK(Has(text, "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2"));
-  CHECK(Has(text, "mesh_repairs_total{action=\"update\",kind=\"consumer\",result=\"failure\"} 1"));
-  CHECK(Has(text, "mesh_repairs_total{action=\"create\",kind=\"consumer\",result=\"skipped\"} 1"));
-  CHECK(Has(text, "mesh_users_file_reloads_total{result=\"success\"} 1"));
-  CHECK(Has(text, "mesh_users_file_reloads_total{result=\"failure\"} 1"));
-  // A refused action makes the pass a failure: no success time.
-  CHECK(Has(text, "mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"} 1"));
-  CHECK(Has(text, "mesh_reconcile_last_success_timestamp_seconds 0"));
-  CHECK(Has(text, "mesh_reconcile_duration_seconds_count 1"));
-  CHECK(Has(text, "mesh_records_valid 1"));
+  CheckHasAll(text, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2",
+                     "mesh_drift_objects{kind=\"consumer\",state=\"unexpected\"} 1",
+                     "mesh_drift_objects{kind=\"users_file\",state=\"differs\"} 1",
+                     "mesh_drift_objects{kind=\"consumer\",state=\"missing\"} 0",
+                     "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2",
+                     "mesh_repairs_total{action=\"update\",kind=\"consumer\",result=\"failure\"} 1",
+                     "mesh_repairs_total{action=\"create\",kind=\"consumer\",result=\"skipped\"} 1",
+                     "mesh_users_file_reloads_total{result=\"success\"} 1",
+                     "mesh_users_file_reloads_total{result=\"failure\"} 1",
+                     // A refused action makes the pass a failure: no success time.
+                     "mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"} 1",
+                     "mesh_reconcile_last_success_timestamp_seconds 0",
+                     "mesh_reconcile_duration_seconds_count 1", "mesh_records_valid 1"});
   // No per-object label: names of streams never appear.
   CHECK_FALSE(Has(text, "SEAT_"));
   CHECK_FALSE(Has(text, "users.conf"));
@@ -99,10 +104,10 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
   converged.records_valid = true;
   metrics.RecordPass(converged, 1700000100.25);
   const std::string after = metrics.Serialize();
-  CHECK(Has(after, "mesh_drift_objects{kind=\"stream\",state=\"missing\"} 0"));
-  CHECK(Has(after, "mesh_reconcile_passes_total{result=\"success\",trigger=\"periodic\"} 1"));
-  CHECK(Has(after, "mesh_reconcile_last_success_timestamp_seconds 1700000100.25"));
-  CHECK(Has(after, "mesh_reconcile_duration_seconds_count 2"));
+  CheckHasAll(after, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 0",
+                      "mesh_reconcile_passes_total{result=\"success\",trigger=\"periodic\"} 1",
+                      "mesh_reconcile_last_success_timestamp_seconds 1700000100.25",
+                      "mesh_reconcile_duration_seconds_count 2"});
 }
 
 TEST_CASE("A pass that could not observe leaves the drift gauges alone", "[metrics]") {
@@ -114,8 +119,8 @@ TEST_CASE("A pass that could not observe leaves the drift gauges alone", "[metri
   failed.records_valid = true;
   metrics.RecordPass(failed, 2);
   const std::string text = metrics.Serialize();
-  CHECK(Has(text, "mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2"));
-  CHECK(Has(text, "mesh_reconcile_passes_total{result=\"failure\",trigger=\"retry\"} 1"));
+  CheckHasAll(text, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2",
+                     "mesh_reconcile_passes_total{result=\"failure\",trigger=\"retry\"} 1"});
 }
 
 TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
@@ -127,10 +132,9 @@ TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
   CHECK_FALSE(Has(metrics.Serialize(), "mesh_bus_certificate_expiry_timestamp_seconds"));
   metrics.SetCertificateExpiry(1893456000);
   const std::string text = metrics.Serialize();
-  CHECK(Has(text, "mesh_bus_connected 1"));
-  CHECK(Has(text, "mesh_reconciler_held 1"));
-  CHECK(Has(text, "mesh_reconcile_exceptions_total 1"));
-  CHECK(Has(text, "mesh_bus_certificate_expiry_timestamp_seconds 1893456000"));
+  CheckHasAll(
+      text, {"mesh_bus_connected 1", "mesh_reconciler_held 1", "mesh_reconcile_exceptions_total 1",
+             "mesh_bus_certificate_expiry_timestamp_seconds 1893456000"});
 }
 
 TEST_CASE("The metrics text passes promtool check metrics", "[metrics]") {

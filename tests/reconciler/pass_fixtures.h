@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/observed_gen.h"
 #include "model/desired.h"
 #include "model/records.h"
 #include "model/users_file.h"
@@ -141,40 +142,29 @@ inline std::string RenderedUsersConf(const std::string& records_json, int cost =
   return rendered->bytes;
 }
 
-inline constexpr int64_t kFileMtime = 1'000'000;
-inline constexpr int64_t kLoadedAfter = 2'000'000;
+inline constexpr int64_t kFileMtime = mesh::testing::kConvergedUsersFileMtimeNs;
 
 // What a converged bus looks like to the observers.
 inline observers::ObservedState ObservedFrom(const model::DesiredState& desired,
                                              const model::RenderedUsersFile& rendered) {
-  observers::ObservedState observed;
-  for (const auto& s : desired.streams) observed.jetstream.streams.push_back({s, ""});
-  for (const auto& c : desired.consumers) observed.jetstream.consumers.push_back({c});
-  observed.jetstream.cluster_size = desired.replicas;
-  observed.users_file.state = observers::ObservedUsersFile::State::kPresent;
-  observed.users_file.bytes = rendered.bytes;
-  observed.users_file.mtime_unix_ns = kFileMtime;
-  observed.server.monitor_configured = true;
-  observed.server.reachable = true;
-  observed.server.healthy = true;
-  observed.server.config_load_time_unix_ns = kLoadedAfter;
-  observed.server.jetstream_cluster_size = desired.replicas;
-  return observed;
+  return mesh::testing::ConvergedObservation(desired, rendered.bytes);
 }
 
 // A real nats-server whose users.conf is the reconciler's rendering of `records_json`, and a
 // folder holding the records file: the reconciler runs against it exactly as in production.
+// `extra_config` goes into the server's main configuration (e.g. TlsServerConfig's tls block).
 struct LiveMesh {
   std::unique_ptr<mesh::testing::NatsServer> server;
   std::string dir;           // holds records.json
   std::string records_path;  // dir + "/records.json"
 
-  explicit LiveMesh(const std::string& records_json) {
+  explicit LiveMesh(const std::string& records_json, const std::string& extra_config = "") {
     dir = mesh::testing::MakeTempDir("mesh-pass");
     records_path = dir + "/records.json";
     mesh::testing::WriteFile(records_path, records_json);
     mesh::testing::NatsServerOptions options;
     options.users_conf = RenderedUsersConf(records_json);
+    options.extra_config = extra_config;
     server = mesh::testing::NatsServer::Start(options);
   }
   ~LiveMesh() {

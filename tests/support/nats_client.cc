@@ -38,4 +38,26 @@ NatsConnectionPtr ConnectNats(const std::vector<std::string>& urls, const std::s
   return connection;
 }
 
+NatsConnectionPtr ConnectNats(const std::string& url, const std::string& user,
+                              const std::string& password, const NatsClientOptions& options,
+                              natsStatus& status) {
+  natsOptions* raw_options = nullptr;
+  status = natsOptions_Create(&raw_options);
+  std::unique_ptr<natsOptions, OptionsDeleter> nats_options(raw_options);
+  const std::string inbox_prefix = "_INBOX." + user;
+  natsOptions* o = nats_options.get();
+  if (status == NATS_OK) status = natsOptions_SetURL(o, url.c_str());
+  if (status == NATS_OK) status = natsOptions_SetUserInfo(o, user.c_str(), password.c_str());
+  if (status == NATS_OK) status = natsOptions_SetMaxReconnect(o, 0);
+  if (status == NATS_OK && options.own_inbox_prefix) {
+    status = natsOptions_SetCustomInboxPrefix(o, inbox_prefix.c_str());
+  }
+  if (status == NATS_OK && options.error_handler != nullptr) {
+    status = natsOptions_SetErrorHandler(o, options.error_handler, options.error_closure);
+  }
+  natsConnection* raw_connection = nullptr;
+  if (status == NATS_OK) status = natsConnection_Connect(&raw_connection, o);
+  return NatsConnectionPtr(raw_connection);
+}
+
 }  // namespace mesh::testing
