@@ -101,8 +101,8 @@ observers::ApiRequest RequestFor(const Action& action) {
   return request;
 }
 
-ActionOutcome OutcomeOf(const Action& action, const observers::ApiReply& reply) {
-  ActionOutcome out{action, Outcome::kDone, 0, ""};
+ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
+  ActionOutcome out{std::move(action), Outcome::kDone, 0, ""};
   if (!reply.status.ok()) {
     out.outcome = Outcome::kFailed;
     out.detail = reply.status.ToString();
@@ -114,27 +114,38 @@ ActionOutcome OutcomeOf(const Action& action, const observers::ApiReply& reply) 
   return out;
 }
 
-// Sends `actions` through the bus (or fails them all when there is none).
-std::vector<ActionOutcome> SendAll(const std::vector<Action>& actions,
-                                   observers::BusConnection* bus) {
+// Requests built and replies held at once by SendAll. Replies to creations carry the whole
+// stream or consumer info (about a kilobyte each), so a first convergence of thousands of
+// objects would otherwise hold every request and every reply until the last one arrived.
+// Each chunk still keeps the bus's max_in_flight requests outstanding; between chunks the
+// pipeline drains once, which costs one round trip per chunk.
+constexpr size_t kSendChunk = 256;
+
+// Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time.
+std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus) {
   std::vector<ActionOutcome> out;
-  if (actions.empty()) return out;
-  // A connection lost (e.g. by an earlier batch) fails the batch at once rather than one request
-  // timeout at a time; the next pass reconnects.
-  if (bus == nullptr || !bus->connected()) {
-    for (const Action& action : actions) {
-      out.push_back({action, Outcome::kFailed, 0, "not sent: not connected to the bus"});
-    }
-    return out;
-  }
+  out.reserve(actions.size());
   std::vector<observers::ApiRequest> requests;
-  requests.reserve(actions.size());
-  for (const Action& action : actions) requests.push_back(RequestFor(action));
-  std::vector<observers::ApiReply> replies = bus->RequestMany(requests);
-  for (size_t i = 0; i < actions.size(); ++i) {
-    out.push_back(i < replies.size()
-                      ? OutcomeOf(actions[i], replies[i])
-                      : ActionOutcome{actions[i], Outcome::kFailed, 0, "no reply recorded"});
+  for (size_t begin = 0; begin < actions.size(); begin += kSendChunk) {
+    const size_t end = std::min(actions.size(), begin + kSendChunk);
+    // A connection lost (e.g. by an earlier chunk) fails the rest at once rather than one
+    // request timeout at a time; the next pass reconnects.
+    if (bus == nullptr || !bus->connected()) {
+      for (size_t i = begin; i < actions.size(); ++i) {
+        out.push_back(
+            {std::move(actions[i]), Outcome::kFailed, 0, "not sent: not connected to the bus"});
+      }
+      return out;
+    }
+    requests.clear();
+    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i]));
+    const std::vector<observers::ApiReply> replies = bus->RequestMany(requests);
+    for (size_t i = begin; i < end; ++i) {
+      out.push_back(
+          i - begin < replies.size()
+              ? OutcomeOf(std::move(actions[i]), replies[i - begin])
+              : ActionOutcome{std::move(actions[i]), Outcome::kFailed, 0, "no reply recorded"});
+    }
   }
   return out;
 }
@@ -220,21 +231,22 @@ const char* ToString(Outcome v) {
   return "?";
 }
 
-std::vector<ActionOutcome> Apply(const std::vector<Action>& actions, const ApplyTargets& targets) {
+std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets) {
   std::vector<ActionOutcome> out;
   std::vector<Action> stream_actions, consumer_actions;
-  for (const Action& action : actions) {
+  for (Action& action : actions) {
     if (KindOf(action.kind) == ObjectKind::kUsersFile) {
       ApplyUsersFile(action, targets, out);
     } else if (IsStreamAction(action.kind)) {
-      stream_actions.push_back(action);
+      stream_actions.push_back(std::move(action));
     } else {
-      consumer_actions.push_back(action);
+      consumer_actions.push_back(std::move(action));
     }
   }
+  actions.clear();
 
   std::set<StreamName> not_created;
-  for (ActionOutcome& outcome : SendAll(stream_actions, targets.bus)) {
+  for (ActionOutcome& outcome : SendAll(std::move(stream_actions), targets.bus)) {
     if (outcome.action.kind == ActionKind::kCreateStream && outcome.outcome != Outcome::kDone) {
       not_created.insert(outcome.action.stream->name);
     }
@@ -252,7 +264,10 @@ std::vector<ActionOutcome> Apply(const std::vector<Action>& actions, const Apply
       sendable.push_back(std::move(action));
     }
   }
-  for (ActionOutcome& outcome : SendAll(sendable, targets.bus)) out.push_back(std::move(outcome));
+  consumer_actions.clear();
+  for (ActionOutcome& outcome : SendAll(std::move(sendable), targets.bus)) {
+    out.push_back(std::move(outcome));
+  }
   for (ActionOutcome& outcome : skipped) out.push_back(std::move(outcome));
   return out;
 }

@@ -34,7 +34,9 @@ struct ApplyTargets {
   std::chrono::milliseconds reload_timeout{10000};
 };
 
-std::vector<ActionOutcome> Apply(const std::vector<Action>& actions, const ApplyTargets& targets);
+// Takes the actions by value: each moves into its outcome (a first convergence can hold
+// thousands, each with its spec), so pass an rvalue when the caller keeps no copy.
+std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets);
 
 // The users-file steps, exposed for tests and `render-users --out`:
 // temporary file in the same folder, mode 0600, write, fsync, rename, fsync the folder.

@@ -263,13 +263,23 @@ HoldState Loop::hold_state() const {
 }
 
 std::shared_ptr<const std::string> Loop::last_report_json() const {
+  std::shared_ptr<const PassReport> report;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (last_report_json_ || !last_report_) return last_report_json_;
+    report = last_report_;
+  }
+  auto json = std::make_shared<const std::string>(ReportToJson(*report));
   std::lock_guard<std::mutex> lock(mutex_);
-  return last_report_json_;
+  // Cached only while it is still the last report (a pass may have finished meanwhile).
+  if (last_report_ == report && !last_report_json_) last_report_json_ = json;
+  return json;
 }
 
 std::optional<PassReport> Loop::last_report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return last_report_;
+  if (!last_report_) return std::nullopt;
+  return *last_report_;
 }
 
 uint64_t Loop::passes_started() const {
@@ -378,7 +388,6 @@ void Loop::Run(PassRunner& runner) {
     } catch (...) {
       Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
     }
-    auto json = std::make_shared<const std::string>(ReportToJson(report));
     const PassResult result = PassSucceeded(report);
     if (metrics_ != nullptr) {
       metrics_->RecordPass(report, UnixSecondsNow());
@@ -407,8 +416,8 @@ void Loop::Run(PassRunner& runner) {
     for (const auto& waiter : waiters_) {
       if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
     }
-    last_report_ = std::move(report);
-    last_report_json_ = std::move(json);
+    last_report_ = std::make_shared<const PassReport>(std::move(report));
+    last_report_json_.reset();
     done_cv_.notify_all();
   }
   exited_ = true;

@@ -149,7 +149,10 @@ class Loop {
   Health health() const;
   Readiness readiness() const;
   HoldState hold_state() const;
-  // ReportToJson of the last finished pass; null before the first.
+  // ReportToJson of the last finished pass; null before the first. Serialised on the first
+  // call after each pass (on the caller's thread, outside the loop's lock) and then shared:
+  // a pass that nobody asks about is never serialised (on a first convergence of a large
+  // mesh its report runs to megabytes).
   std::shared_ptr<const std::string> last_report_json() const;
   std::optional<PassReport> last_report() const;
   uint64_t passes_started() const;
@@ -192,8 +195,9 @@ class Loop {
   bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
   Clock::time_point heartbeat_{};
   bool bus_connected_ = false;
-  std::optional<PassReport> last_report_;
-  std::shared_ptr<const std::string> last_report_json_;
+  std::shared_ptr<const PassReport> last_report_;
+  // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
+  mutable std::shared_ptr<const std::string> last_report_json_;
   std::vector<std::shared_ptr<Waiter>> waiters_;
   std::mt19937_64 rng_;
   std::thread thread_;

@@ -280,12 +280,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   report.remaining_problems = report.plan.problems;
 
   // A standby (or an instance unsure of the lease) applies only its own users file.
-  const std::vector<Action> allowed =
+  std::vector<Action> allowed =
       ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
   if (mode == ApplyMode::kApply && !allowed.empty()) {
     const ApplyTargets targets{bus.get(), settings.users_file, settings.pid_file,
                                settings.monitor_url};
-    report.outcomes = Apply(allowed, targets);
+    report.outcomes = Apply(std::move(allowed), targets);
     Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
     if (!after.ok()) {
       report.status =

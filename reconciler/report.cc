@@ -471,7 +471,8 @@ std::string ReportToJson(const PassReport& report) {
   w.Double(report.duration_seconds);
   Field(w, "api_requests", report.api_requests);
   w.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+  buffer.Put('\n');  // one exact-size copy below: a first convergence's report is megabytes
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 Result<PassReport> ReportFromJson(const std::string& json) {

@@ -414,5 +414,34 @@ TEST_CASE("Apply with the server gone: the actions fail, they are not assumed",
   CHECK_FALSE(outcomes[0].detail.empty());
 }
 
+// Apply sends in chunks (so that thousands of replies are never held at once): across chunk
+// boundaries every action is sent once, its outcome stays beside it, in order, and consumers
+// follow their streams even when the streams filled several chunks.
+TEST_CASE("Apply of more actions than one chunk creates each object once, in order",
+          "[apply][integration]") {
+  constexpr int kStreams = 600;  // more than two chunks of streams, then of consumers
+  Server s;
+  std::vector<Action> actions;
+  for (int i = 0; i < kStreams; ++i) {
+    const std::string name = "S" + std::to_string(i);
+    actions.push_back(StreamAction(ActionKind::kCreateStream, TestStream(name, "t." + name)));
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    actions.push_back(
+        ConsumerAction(ActionKind::kCreateConsumer, TestConsumer("S" + std::to_string(i), "c")));
+  }
+  const std::vector<ActionOutcome> outcomes = Apply(actions, s.Targets());
+  REQUIRE(outcomes.size() == actions.size());
+  for (size_t i = 0; i < actions.size(); ++i) {
+    INFO(i << ": " << outcomes[i].action.name << ": " << outcomes[i].detail);
+    REQUIRE(outcomes[i].outcome == Outcome::kDone);
+    REQUIRE(outcomes[i].action.kind == actions[i].kind);
+    REQUIRE(outcomes[i].action.name == actions[i].name);
+  }
+  const observers::ObservedJetStream observed = s.Observe();
+  CHECK(observed.streams.size() == static_cast<size_t>(kStreams));
+  CHECK(observed.consumers.size() == static_cast<size_t>(kStreams));
+}
+
 }  // namespace
 }  // namespace mesh::reconciler

@@ -42,6 +42,26 @@ TEST_CASE("The loop runs a pass at start with ids from 1", "[loop]") {
   CHECK(loop.last_report_json()->find("\"pass_id\"") != std::string::npos);
 }
 
+TEST_CASE("The last report's JSON is made once per pass, when asked, and follows new passes",
+          "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  CHECK(loop.last_report_json() == nullptr);  // before any pass
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  const std::shared_ptr<const std::string> first = loop.last_report_json();
+  REQUIRE(first != nullptr);
+  CHECK(*first == ReportToJson(*loop.last_report()));
+  CHECK(loop.last_report_json() == first);  // shared, not serialised again
+
+  const PassReport second = Forced(loop);
+  const std::shared_ptr<const std::string> after = loop.last_report_json();
+  REQUIRE(after != nullptr);
+  CHECK(after != first);
+  CHECK(*after == ReportToJson(second));
+  CHECK(*first == ReportToJson(*ReportFromJson(*first)));  // the old one is still whole
+}
+
 TEST_CASE("100 wake-ups during a pass coalesce into exactly one following pass", "[loop]") {
   ScriptedRunner runner;
   runner.Close();
