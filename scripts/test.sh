@@ -59,11 +59,18 @@ if has_stage fuzz; then
   for target in build-fuzz/*_fuzz; do
     name="$(basename "$target")"
     corpus="$(mktemp -d)"
-    cp -r "tests/fuzz/corpus/${name%_fuzz}/." "$corpus/" 2>/dev/null || true
-    dict=(); [ -f "tests/fuzz/${name%_fuzz}.dict" ] && dict=(-dict="tests/fuzz/${name%_fuzz}.dict")
+    short="${name%_fuzz}"
+    cp -r "tests/fuzz/corpus/$short/." "$corpus/" 2>/dev/null || true
+    cp -r "tests/fuzz/regressions/$short/." "$corpus/" 2>/dev/null || true
+    dict=(); [ -f "tests/fuzz/$short.dict" ] && dict=(-dict="tests/fuzz/$short.dict")
     echo "-- $name"
-    "$target" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" \
-      -artifact_prefix="$root/build-fuzz/$name-" "$corpus" 2>&1 | tail -n 15
+    if ! "$target" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" \
+      -artifact_prefix="$root/build-fuzz/$name-" "$corpus" 2>&1 | tail -n 15; then
+      rm -rf "$corpus"
+      echo "$name found a failing input: build-fuzz/$name-{crash,leak,timeout,oom}-*"
+      echo "Copy it into tests/fuzz/regressions/$short/ and fix the code (tests/fuzz/README.md)."
+      exit 1
+    fi
     rm -rf "$corpus"
   done
 fi

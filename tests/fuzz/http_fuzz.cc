@@ -15,11 +15,9 @@
 //   - 401 carries WWW-Authenticate: Bearer and nothing else; 405 carries Allow;
 //   - no reply header holds CR or LF (no response splitting).
 //
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined \
-//       -fsanitize-ignorelist=tests/fuzz/ubsan-ignorelist.txt -I. \
-//       reconciler/http_handler.cc reconciler/settings.cc reconciler/log.cc model/digest.cc \
-//       model/result.cc tests/fuzz/http_fuzz.cc -o /tmp/http_fuzz -lcrypto
-//   /tmp/http_fuzz -dict=tests/fuzz/http.dict -max_total_time=60 tests/fuzz/corpus/http
+// Built with clang by -DMESH_BUILD_FUZZ=ON (target http_fuzz) and run by the fuzz stage of
+// scripts/test.sh; every regular build replays its corpus and regressions (http_fuzz_replay).
+// tests/fuzz/README.md says how a crash becomes a regression test.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

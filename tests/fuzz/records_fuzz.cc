@@ -1,9 +1,9 @@
 // libFuzzer target for ParseRecords (model/records.h): any bytes must give a clean outcome, never
 // a crash, a hang or a sanitizer report. Seeds: tests/fuzz/corpus/records/.
 //
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. model/records.cc \
-//       model/result.cc tests/fuzz/records_fuzz.cc -o /tmp/records_fuzz
-//   /tmp/records_fuzz -max_total_time=60 tests/fuzz/corpus/records
+// Built with clang by -DMESH_BUILD_FUZZ=ON (target records_fuzz) and run by the fuzz stage of
+// scripts/test.sh; every regular build replays its corpus and regressions (records_fuzz_replay).
+// tests/fuzz/README.md says how a crash becomes a regression test.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
