@@ -2,6 +2,9 @@
 #include "tests/support/nats_server.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -89,6 +92,38 @@ TEST_CASE("NatsServer Kill leaves no process behind", "[observers][integration]"
   server->Kill();
   CHECK_FALSE(server->running());
   CHECK(PidGone(pid));
+}
+
+TEST_CASE("A server dies with a test process that aborts without cleaning up",
+          "[observers][integration]") {
+  // The orphaned server is re-parented to this process, which can then reap it.
+  REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t test_process = fork();
+  REQUIRE(test_process >= 0);
+  if (test_process == 0) {  // a test that starts a server and then aborts: no destructor runs
+    close(fds[0]);
+    auto server = NatsServer::Start({});
+    const pid_t pid = server->pid();
+    if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(3);
+    std::abort();
+  }
+  close(fds[1]);
+  pid_t server_pid = 0;
+  const bool told = read(fds[0], &server_pid, sizeof server_pid) == sizeof server_pid;
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(test_process, &status, 0) == test_process);
+  REQUIRE(told);
+  CHECK(WIFSIGNALED(status));
+  const bool died = WaitFor([&] { return waitpid(server_pid, nullptr, WNOHANG) == server_pid; },
+                            std::chrono::seconds(10));
+  CHECK(died);
+  if (!died) {  // never leave it behind, even when the test fails
+    kill(server_pid, SIGKILL);
+    waitpid(server_pid, nullptr, 0);
+  }
 }
 
 TEST_CASE("NatsServer with a bad users.conf fails to start with the log tail",

@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,9 +49,13 @@ inline pid_t SpawnWithLog(const std::string& binary, const std::vector<std::stri
   for (auto& entry : env_storage) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
+    // Dies with the test process even when that one aborts without running destructors.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (out >= 0) {
       dup2(out, STDOUT_FILENO);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,9 +190,14 @@ void NatsServer::Launch() {
   const std::string log = log_file();
   std::vector<char*> argv = {const_cast<char*>(kServerBinary), const_cast<char*>("-c"),
                              const_cast<char*>(config.c_str()), nullptr};
+  const pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (child == 0) {
+    // The server dies with the test process even when that one aborts (a sanitizer halting, a
+    // crash) and never runs its destructors: no server outlives the test that started it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     // Early errors (a bad configuration) go to stderr, before log_file takes over.
     int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (out >= 0) {
