@@ -387,6 +387,56 @@ TEST_CASE("Invalid records change nothing and say why, fixed records resume",
   f.Stop();
 }
 
+// Every secret the daemon handles, as it appears in the records, its environment and its
+// files: the reconciler's password, each plain and bcrypt password of the records, the admin
+// token. None may appear in a log line (at debug level), /metrics, /drift or a forced report,
+// nor any bcrypt hash at all, through passes that rewrite the users file, re-hash a changed
+// password and repair a deleted stream.
+TEST_CASE("Nothing the daemon logs or serves carries a password, a hash or the token",
+          "[daemon][integration]") {
+  DaemonFixture f(ExampleRecordsJson(), {"--log-level", "debug"});
+  f.WaitConverged();
+  std::vector<std::string> secrets = {kReconcilerPassword, kAdminToken, "$2a$", "$2b$", "$2y$"};
+  const std::regex password_field(R"re("password(_bcrypt)?":\s*"([^"]+)")re");
+  const std::string records = ExampleRecordsJson();
+  for (std::sregex_iterator it(records.begin(), records.end(), password_field), end; it != end;
+       ++it) {
+    secrets.push_back((*it)[2].str());
+  }
+  REQUIRE(secrets.size() > 8);  // the example records hold several passwords
+
+  // A hand-edited users file (rewritten and reloaded), a changed password (hashed anew) and a
+  // deleted stream (recreated).
+  ReplaceFile(f.mesh_.server->users_file(), "# hand-edited\n");
+  ReplaceFile(f.mesh_.records_path,
+              Replace(records, "demo-only-node-a-password", "demo-only-node-a-rotated-password"));
+  secrets.push_back("demo-only-node-a-rotated-password");
+  f.DeleteStream("EVENTS");
+  f.WaitConverged();
+
+  auto forced = f.daemon_->Post("/reconcile", kAdminToken);
+  auto drift = f.daemon_->Get("/drift");
+  auto metrics = f.daemon_->Get("/metrics");
+  REQUIRE(forced.ok());
+  REQUIRE(drift.ok());
+  REQUIRE(metrics.ok());
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {"log", f.daemon_->log()},
+      {"POST /reconcile", forced->body},
+      {"GET /drift", drift->body},
+      {"GET /metrics", metrics->body}};
+  for (const auto& [where, text] : outputs) {
+    REQUIRE_FALSE(text.empty());
+    for (const std::string& secret : secrets) {
+      INFO(where << " must not contain " << secret);
+      CHECK(text.find(secret) == std::string::npos);
+    }
+  }
+  // The passes did what the test relies on: the file was rewritten and the stream recreated.
+  CHECK(f.daemon_->log().find("write_users_file") != std::string::npos);
+  CHECK(f.StreamExists("EVENTS"));
+}
+
 TEST_CASE("The admin token is re-read when its file changes", "[daemon][integration]") {
   DaemonFixture f(ExampleRecordsJson());
   auto with = [&](const std::string& token) {
