@@ -8,6 +8,7 @@ namespace mesh::reconciler {
 namespace {
 
 constexpr auto kMinimumTtl = std::chrono::milliseconds(1000);
+constexpr auto kMinimumRound = std::chrono::milliseconds(250);
 constexpr size_t kMaxHostLength = 63;
 // The attempts at a write in one round: the first, and one after reading the entry.
 constexpr int kWriteAttempts = 2;
@@ -23,7 +24,11 @@ std::vector<std::string> LeasePublishAllow() {
 }
 
 std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval) {
-  return std::max(2 * interval, std::chrono::milliseconds(kMinimumTtl));
+  return std::max(interval * 3 / 2, kMinimumTtl);
+}
+
+std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval) {
+  return std::max(interval / 4, kMinimumRound);
 }
 
 const char* ToString(LeaseRole v) {

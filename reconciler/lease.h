@@ -11,9 +11,11 @@
 //            it again. No clock is compared across machines.
 // Only a write that succeeded makes an instance the holder (a read may come from a lagging
 // replica); it may then act until `valid_until` = the start of that round + 3/4 of the time to
-// live, measured on its own steady clock. Every pass runs one round, so with a time to live of
-// twice the pass interval the holder renews long before its entry could expire, and a holder
-// that dies is replaced at most one interval after its entry has aged out.
+// live, measured on its own steady clock. Every pass runs one round, and between passes every
+// instance runs one each quarter interval (LeaseRoundFor): the holder renews every quarter
+// interval, long before its entry (time to live 1.5 intervals) could age out; a standby finds
+// the key free at most a quarter interval after a dead holder's entry aged out, and its pass
+// follows at once. A holder that dies is thus replaced within 1.75 intervals.
 //
 // Deliberate extension of the contract (section 4): with the lease on, the reconciler's own user
 // also needs publish "$KV.mesh_reconciler_lease.holder" (LeasePublishAllow), the one subject its
@@ -43,9 +45,15 @@ std::string LeaseSubject();
 // The subjects the reconciler's own user must also be allowed to publish when the lease is on.
 std::vector<std::string> LeasePublishAllow();
 
-// The time to live for a pass interval: twice the interval (so a jittered interval and a slow
-// pass still renew in time), at least one second.
+// The time to live for a pass interval: 1.5 intervals (six lease rounds, so a slow pass or a
+// slow round still renews in time), at least one second.
 std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval);
+// How often an instance runs a lease round between passes: a quarter interval, at least 250 ms.
+// LeaseTtlFor(i) + LeaseRoundFor(i) <= 2 i: a dead holder is replaced within two intervals.
+std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval);
+
+// What a lease round between passes changed.
+enum class LeaseChange { kNone, kAcquired };
 
 enum class LeaseRole {
   kOff,      // no lease configured: this reconciler acts alone

@@ -17,8 +17,11 @@ uint32_t Bit(Trigger trigger) {
 
 // When several wake-ups are served by one pass, the pass carries the first of these.
 constexpr std::array kTriggerPriority = {
-    Trigger::kStart,    Trigger::kForced,    Trigger::kRecordsChanged, Trigger::kUsersFileChanged,
-    Trigger::kAdvisory, Trigger::kReconnect, Trigger::kRetry,          Trigger::kPeriodic,
+    Trigger::kStart,          Trigger::kForced,
+    Trigger::kRecordsChanged, Trigger::kUsersFileChanged,
+    Trigger::kLeaseAcquired,  Trigger::kAdvisory,
+    Trigger::kReconnect,      Trigger::kRetry,
+    Trigger::kPeriodic,
 };
 
 int64_t UnixMillisNow() {
@@ -54,6 +57,22 @@ GuardedPass RunGuarded(PassRunner& runner, Metrics* metrics, uint64_t pass_id, T
   };
   try {
     return {runner.RunPass(pass_id, trigger, mode)};
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  } catch (...) {
+    return failed("unknown exception");
+  }
+}
+
+LeaseChange RunLeaseRoundGuarded(PassRunner& runner, Metrics* metrics) {
+  auto failed = [&](const std::string& what) {
+    Log(LogLevel::kError, 0, "lease round threw an exception (a bug); the loop carries on",
+        {{"error", what}});
+    if (metrics != nullptr) metrics->RecordException();
+    return LeaseChange::kNone;
+  };
+  try {
+    return runner.RunLeaseRound();
   } catch (const std::exception& e) {
     return failed(e.what());
   } catch (...) {
@@ -105,6 +124,7 @@ void Loop::Start(PassRunner& runner) {
   const auto now = Clock::now();
   pending_ |= Bit(Trigger::kStart);
   next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
+  next_lease_round_ = now + options_.lease_round;
   heartbeat_ = now;
   thread_ = std::thread([this, &runner] { Run(runner); });
 }
@@ -311,6 +331,7 @@ Loop::Clock::time_point Loop::NextDueLocked() const {
   Clock::time_point due = next_periodic_;
   if (retry_at_) due = std::min(due, *retry_at_);
   if (hold_until_ && hold_expiry_pending_) due = std::min(due, *hold_until_);
+  if (options_.lease_round.count() > 0) due = std::min(due, next_lease_round_);
   return due;
 }
 
@@ -351,6 +372,15 @@ void Loop::Run(PassRunner& runner) {
     auto now = Clock::now();
     heartbeat_ = now;
     std::optional<Trigger> trigger = TakeDueLocked(now);
+    if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
+      next_lease_round_ = now + options_.lease_round;
+      lock.unlock();
+      const LeaseChange change = RunLeaseRoundGuarded(runner, metrics_);
+      lock.lock();
+      heartbeat_ = Clock::now();
+      if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
+      continue;
+    }
     if (!trigger) {
       const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
       wake_cv_.wait_until(lock, until, [&] { return stopping_ || pending_ != 0; });
@@ -399,6 +429,7 @@ void Loop::Run(PassRunner& runner) {
     bus_connected_ = connected;
     now = Clock::now();
     heartbeat_ = now;
+    next_lease_round_ = now + options_.lease_round;  // the pass ran one
     if (result == PassResult::kSuccess) {
       consecutive_failures_ = 0;
       retry_at_.reset();

@@ -8,6 +8,9 @@
 // never more than the interval); periodic passes go on meanwhile, and the first success resets
 // the backoff.
 //
+// Lease. With LoopOptions::lease_round set, a lease round runs that often while no pass runs
+// (PassRunner::RunLeaseRound); one that makes this instance the holder wakes a pass at once.
+//
 // Hold. While held (until a deadline that expires on its own: this runner reads the clock),
 // passes run with ApplyMode::kObserveOnly. Release, or the deadline, wakes a pass at once so
 // that drift seen during the hold is repaired without waiting for the interval.
@@ -48,6 +51,8 @@ class PassRunner {
   virtual ~PassRunner() = default;
   // May throw only on a bug; the loop catches, counts and carries on.
   virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) = 0;
+  // A lease round between passes (LoopOptions::lease_round). May throw only on a bug.
+  virtual LeaseChange RunLeaseRound() { return LeaseChange::kNone; }
   virtual bool bus_connected() const = 0;
   virtual std::optional<int64_t> bus_certificate_expiry() const = 0;
 };
@@ -60,6 +65,7 @@ class ReconcilerRunner : public PassRunner {
   PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) override {
     return reconciler_.RunPass(pass_id, trigger, mode);
   }
+  LeaseChange RunLeaseRound() override { return reconciler_.RunLeaseRound(); }
   bool bus_connected() const override { return reconciler_.bus_connected(); }
   std::optional<int64_t> bus_certificate_expiry() const override {
     return reconciler_.bus_certificate_expiry();
@@ -86,6 +92,9 @@ struct LoopOptions {
   // that waiting POSTs never hold every HTTP thread.
   size_t max_waiting_requests = 2;
   uint64_t seed = 0;  // jitter seed; 0: from std::random_device
+  // With a lease: a lease round this often while no pass runs (0: none). A round that makes
+  // this instance the holder wakes a pass at once (Trigger::kLeaseAcquired).
+  std::chrono::milliseconds lease_round{0};
 };
 
 // The delay before the retry that follows `consecutive_failures` (>= 1) failed passes, before
@@ -188,6 +197,7 @@ class Loop {
   uint64_t started_ = 0;
   uint64_t finished_ = 0;
   Clock::time_point next_periodic_{};
+  Clock::time_point next_lease_round_{};  // when lease_round > 0
   std::optional<Clock::time_point> retry_at_;
   int consecutive_failures_ = 0;
   std::optional<Clock::time_point> hold_until_;

@@ -68,6 +68,8 @@ struct Reconciler::Impl {
   bool Render(PassReport& report);
   Status Connect(uint64_t pass_id);
   Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate);
+  // One lease round at `now`, logging a change of role; the new state.
+  LeaseState LeaseRound(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
 
   Settings settings;
@@ -79,6 +81,7 @@ struct Reconciler::Impl {
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
   std::unique_ptr<LeaseKeeper> lease;  // with --lease
+  int cluster_size = 1;                // as the last pass observed it (the lease bucket's replicas)
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
   std::optional<model::Records> derived_from;
@@ -265,15 +268,8 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   const PlanOptions options{settings.prune, settings.users_file};
   if (lease) {
-    const LeaseRole before = lease->lease().state().role;
-    report.lease = lease->Round(bus->native_handle(), observers::JetStreamClusterSize(*observed),
-                                Clock::now());
-    if (report.lease.role != before) {
-      Log(LogLevel::kInfo, pass_id, "lease",
-          {{"role", ToString(report.lease.role)},
-           {"holder", report.lease.holder},
-           {"error", report.lease.error}});
-    }
+    cluster_size = observers::JetStreamClusterSize(*observed);
+    report.lease = LeaseRound(pass_id);
   }
   report.plan = Plan(desired, rendered, *observed, options);
   report.remaining = report.plan.drift;
@@ -300,6 +296,16 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   return report;
 }
 
+LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
+  const LeaseRole before = lease->lease().state().role;
+  LeaseState state = lease->Round(bus->native_handle(), cluster_size, Clock::now());
+  if (state.role != before) {
+    Log(LogLevel::kInfo, pass_id, "lease",
+        {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
+  }
+  return state;
+}
+
 Reconciler::Reconciler(Settings settings, observers::EventSink events)
     : impl_(std::make_unique<Impl>(std::move(settings), std::move(events))) {}
 
@@ -307,6 +313,16 @@ Reconciler::~Reconciler() = default;
 
 PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) {
   return impl_->Run(pass_id, trigger, mode);
+}
+
+LeaseChange Reconciler::RunLeaseRound() {
+  Impl& impl = *impl_;
+  // Before the first pass (no keeper yet) or without a bus, the next pass runs the round.
+  if (!impl.lease || !impl.bus || !impl.bus->connected()) return LeaseChange::kNone;
+  const bool was_holder = impl.lease->lease().state().role == LeaseRole::kHolder;
+  const LeaseState state = impl.LeaseRound(0);
+  return state.role == LeaseRole::kHolder && !was_holder ? LeaseChange::kAcquired
+                                                         : LeaseChange::kNone;
 }
 
 bool Reconciler::bus_connected() const {

@@ -35,7 +35,8 @@ enum class Trigger {
   kUsersFileChanged,
   kForced,
   kRetry,
-  kOnce,  // the CLI's plan / reconcile --once
+  kLeaseAcquired,  // a lease round between passes made this instance the holder
+  kOnce,           // the CLI's plan / reconcile --once
 };
 const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
 
@@ -70,6 +71,11 @@ class Reconciler {
   ~Reconciler();
 
   PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode);
+
+  // With --lease, between passes: one lease round on the connection the last pass used (none
+  // when it is down). kAcquired when this round made this instance the holder. Called on the
+  // reconcile thread only, like RunPass.
+  LeaseChange RunLeaseRound();
 
   bool bus_connected() const;
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.

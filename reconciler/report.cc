@@ -365,6 +365,8 @@ const char* ToString(Trigger v) {
       return "forced";
     case Trigger::kRetry:
       return "retry";
+    case Trigger::kLeaseAcquired:
+      return "lease_acquired";
     case Trigger::kOnce:
       return "once";
   }

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <optional>
 
 #include "observers/bus.h"
 #include "observers/jetstream.h"
@@ -29,7 +30,7 @@ constexpr milliseconds kTtl{4000};
 // compare-and-set on the last revision. Time is the test's; failures are injected.
 class FakeStore : public LeaseStore {
  public:
-  explicit FakeStore(Clock::time_point start) : now(start) {}
+  explicit FakeStore(Clock::time_point start, milliseconds ttl = kTtl) : now(start), ttl_(ttl) {}
 
   Result<uint64_t> Create(const std::string& holder) override { return Write(holder, 0); }
   Result<uint64_t> Update(const std::string& holder, uint64_t last_revision) override {
@@ -41,9 +42,9 @@ class FakeStore : public LeaseStore {
     if (!Live()) return std::optional<LeaseEntry>();
     return std::optional<LeaseEntry>(entry);
   }
-  milliseconds ttl() const override { return kTtl; }
+  milliseconds ttl() const override { return ttl_; }
 
-  bool Live() const { return entry.revision != 0 && now < stored_at + kTtl; }
+  bool Live() const { return entry.revision != 0 && now < stored_at + ttl_; }
 
   Clock::time_point now;
   bool unreachable = false;
@@ -55,6 +56,7 @@ class FakeStore : public LeaseStore {
   uint64_t sequence = 0;
 
  private:
+  milliseconds ttl_;
   Result<uint64_t> Write(const std::string& holder, uint64_t expected) {
     ++writes;
     if (unreachable) return Status(Errc::kTimeout, "no answer");
@@ -135,6 +137,49 @@ TEST_CASE("A holder that stops renewing ages out, and the other instance acquire
   CHECK(back.role == LeaseRole::kStandby);
   CHECK(back.holder == "b-2");
   CHECK_FALSE(a.MayAct(store.now));
+}
+
+// Two instances running lease rounds every LeaseRoundFor(interval), as the loop does between
+// passes, with the time to live the daemon uses: while the holder lives the other stays
+// standby; whenever the holder dies (any moment of its round, any phase of the other's rounds)
+// the other holds the lease within two intervals; never may both act.
+TEST_CASE(
+    "With the daemon's round and time to live, a dead holder is replaced within two "
+    "intervals",
+    "[lease]") {
+  const milliseconds interval = seconds(4);
+  const milliseconds round = LeaseRoundFor(interval);
+  const milliseconds ttl = LeaseTtlFor(interval);
+  const milliseconds step = round / 8;
+  for (milliseconds phase{0}; phase < round; phase += step) {
+    for (milliseconds death = 3 * round; death < 7 * round; death += step) {
+      INFO("b's rounds offset by " << phase.count() << " ms; a dies at " << death.count() << " ms");
+      FakeStore store(kStart, ttl);
+      Lease a("a-1");
+      Lease b("b-2");
+      milliseconds next_a{0};
+      milliseconds next_b = phase + step;  // b starts after a holds
+      std::optional<milliseconds> taken_at;
+      for (milliseconds t{0}; t <= death + 3 * interval && !taken_at; t += step) {
+        store.now = kStart + t;
+        if (t == next_a && t <= death) {
+          REQUIRE(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+          next_a += round;
+        }
+        if (t == next_b) {
+          const LeaseRole role = b.TryAcquireOrRenew(store, store.now).role;
+          if (t <= death) REQUIRE(role == LeaseRole::kStandby);  // a alive: never taken
+          if (role == LeaseRole::kHolder) taken_at = t;
+          next_b += round;
+        }
+        // a acts only while alive; never both at once.
+        const bool both_act = t <= death && a.MayAct(store.now) && b.MayAct(store.now);
+        CHECK_FALSE(both_act);
+      }
+      REQUIRE(taken_at.has_value());
+      CHECK(*taken_at - death <= 2 * interval);
+    }
+  }
 }
 
 TEST_CASE("A lost answer: the entry shows our identity, and the next write renews from it",
@@ -223,8 +268,18 @@ TEST_CASE("Lease identities, time to live and the extra permission", "[lease]") 
   CHECK(LeaseIdentity("a b/c>*", 2) == "a_b_c__-00000002");
   CHECK(LeaseIdentity(std::string(100, 'x'), 3).size() == 63 + 9);
   CHECK(NewLeaseIdentity() != NewLeaseIdentity());
-  CHECK(LeaseTtlFor(seconds(30)) == seconds(60));
+  CHECK(LeaseTtlFor(seconds(30)) == seconds(45));
   CHECK(LeaseTtlFor(milliseconds(100)) == seconds(1));
+  CHECK(LeaseRoundFor(seconds(30)) == milliseconds(7500));
+  CHECK(LeaseRoundFor(milliseconds(100)) == milliseconds(250));
+  // A dead holder's entry ages out within the time to live; a standby's next round (at most
+  // one round later) finds the key free: within two intervals, for every interval of 1 s up.
+  for (const auto interval : {seconds(1), seconds(2), seconds(5), seconds(30), seconds(3600)}) {
+    INFO(interval.count() << " s");
+    CHECK(LeaseTtlFor(interval) + LeaseRoundFor(interval) <= 2 * interval);
+    // The holder renews several times within one time to live.
+    CHECK(LeaseTtlFor(interval) >= 4 * LeaseRoundFor(interval));
+  }
   CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder"});
   CHECK(std::string(ToString(LeaseRole::kHolder)) == "holder");
   CHECK(std::string(ToString(LeaseRole::kStandby)) == "standby");

@@ -2,8 +2,10 @@
 // backoff, holds, exceptions, shutdown, periodic passes. Synchronised on conditions only.
 #include "reconciler/loop.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "tests/reconciler/loop_support.h"
@@ -60,6 +62,49 @@ TEST_CASE("The last report's JSON is made once per pass, when asked, and follows
   CHECK(after != first);
   CHECK(*after == ReportToJson(second));
   CHECK(*first == ReportToJson(*ReportFromJson(*first)));  // the old one is still whole
+}
+
+// A runner whose lease rounds are counted, and which can be told to acquire (or throw) next.
+class LeaseRunner : public ScriptedRunner {
+ public:
+  LeaseChange RunLeaseRound() override {
+    const int round = ++rounds_;
+    if (round == throw_at_) throw std::runtime_error("lease round bug");
+    return acquire_next_.exchange(false) ? LeaseChange::kAcquired : LeaseChange::kNone;
+  }
+  std::atomic<int> rounds_{0};
+  std::atomic<bool> acquire_next_{false};
+  std::atomic<int> throw_at_{-1};
+};
+
+TEST_CASE("Lease rounds run between passes, and one that acquires wakes a pass at once", "[loop]") {
+  LeaseRunner runner;
+  runner.throw_at_ = 2;                  // a round that throws is counted and the rounds go on
+  LoopOptions options = QuietOptions();  // interval 1 h: no periodic pass in this test
+  options.lease_round = milliseconds(20);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  REQUIRE(WaitFor([&] { return runner.rounds_ >= 5; }));
+  CHECK(loop.passes_finished() == 1);  // rounds alone run no pass
+  CHECK(loop.health().alive);
+
+  runner.acquire_next_ = true;
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[1].trigger == Trigger::kLeaseAcquired);
+  CHECK(std::string(ToString(Trigger::kLeaseAcquired)) == "lease_acquired");
+}
+
+TEST_CASE("Without a lease round set, the loop runs no lease round", "[loop]") {
+  LeaseRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  // Three forced passes: each would have been a chance for a due round to run before it.
+  for (int i = 0; i < 3; ++i) Forced(loop);
+  CHECK(runner.rounds_ == 0);
 }
 
 TEST_CASE("100 wake-ups during a pass coalesce into exactly one following pass", "[loop]") {

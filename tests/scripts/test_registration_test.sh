@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Every Catch2 test case is registered with CTest on its own. catch_discover_tests splits test
+# names on ';' and chokes on '[' or ']': a case named with one of them silently merges with
+# others into one entry, or vanishes, and CTest never runs it alone. This compares, for each
+# test binary, the cases Catch2 lists with the entries CTest knows.
+# Run by CTest (MESH_BUILD_DIR is set); standalone: MESH_BUILD_DIR=build bash tests/scripts/...
+set -uo pipefail
+
+build="${MESH_BUILD_DIR:?MESH_BUILD_DIR: the CMake build folder}"
+status=0
+for folder in model observers reconciler; do
+  binary="$build/${folder}_tests"
+  if [ ! -x "$binary" ]; then
+    echo "not ok - $binary is not built"
+    status=1
+    continue
+  fi
+  listed="$("$binary" --list-test-names-only | grep -c .)"
+  registered="$(ctest --test-dir "$build" -N -R "^${folder}/" | grep -c 'Test *#')"
+  if [ "$listed" -eq "$registered" ]; then
+    echo "ok - $folder: $listed test cases, each registered with CTest"
+  else
+    echo "not ok - $folder: Catch2 lists $listed test cases, CTest registers $registered"
+    echo "  (a test case name with ';', '[' or ']' is the usual cause)"
+    status=1
+  fi
+done
+exit "$status"
