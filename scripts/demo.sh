@@ -25,11 +25,13 @@ else
   request="$(dirname "$MESH_BINARY")/mesh-nats-request"
 fi
 
-# A port on 127.0.0.1 that nobody answers on.
+# A port on 127.0.0.1 that nobody answers on, from 20000-31999: below the kernel's ephemeral
+# range (32768 up), so no outgoing connection (of a test running beside the demo) can be given
+# it before the server or the daemon binds it.
 free_port() {
   local port
   while :; do
-    port=$((20000 + RANDOM % 30000))
+    port=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return

@@ -32,6 +32,9 @@ TEST_CASE("FreePort returns distinct bindable loopback ports", "[observers]") {
   CHECK(a > 0);
   CHECK(b > 0);
   CHECK(a != b);
+  // Below the ephemeral range, where outgoing connections take their ports.
+  CHECK(a < 32768);
+  CHECK(b < 32768);
 }
 
 TEST_CASE("WaitFor returns as soon as the condition holds and false at the deadline",

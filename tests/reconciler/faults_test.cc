@@ -131,11 +131,11 @@ TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout,
   REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
   REQUIRE(reconciler.bus_connected());
 
-  REQUIRE(kill(mesh.server->pid(), SIGSTOP) == 0);
   struct Thaw {  // whatever happens below, the server must not stay frozen
-    pid_t pid;
-    ~Thaw() { kill(pid, SIGCONT); }
-  } thaw{mesh.server->pid()};
+    mesh::testing::NatsServer& server;
+    ~Thaw() { server.Thaw(); }
+  } thaw{*mesh.server};
+  mesh.server->Freeze();
   const auto started = Clock::now();
   PassReport frozen = reconciler.RunPass(2, Trigger::kForced, ApplyMode::kApply);
   const double took = std::chrono::duration<double>(Clock::now() - started).count();
@@ -146,7 +146,7 @@ TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout,
   CHECK_FALSE(frozen.converged());
   CHECK(took < 1.5 + 2.5);  // one request timeout, and a margin for a loaded machine
 
-  REQUIRE(kill(mesh.server->pid(), SIGCONT) == 0);
+  mesh.server->Thaw();
   PassReport healed = reconciler.RunPass(3, Trigger::kRetry, ApplyMode::kApply);
   INFO(Summary(healed));
   CHECK(healed.status.ok());
@@ -170,11 +170,11 @@ TEST_CASE("A server frozen during apply: the requests time out, the rest is not 
                         R"({"name":"F)" + std::to_string(i) + R"(","subjects":["f.)" +
                             std::to_string(i) + R"("],"storage":"memory"})"});
   }
-  REQUIRE(kill(mesh.server->pid(), SIGSTOP) == 0);
+  mesh.server->Freeze();
   const auto started = Clock::now();
   std::vector<observers::ApiReply> replies = (*bus)->RequestMany(requests);
   const double took = std::chrono::duration<double>(Clock::now() - started).count();
-  REQUIRE(kill(mesh.server->pid(), SIGCONT) == 0);
+  mesh.server->Thaw();
   INFO("took " << took << " s");
   REQUIRE(replies.size() == requests.size());
   for (const auto& reply : replies) CHECK_FALSE(reply.status.ok());

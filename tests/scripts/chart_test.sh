@@ -284,7 +284,8 @@ rt="$work/runtime"
 metrics_url=""
 monitor_url=""
 
-free_ports() {  # N distinct free loopback ports
+free_ports() {  # N distinct free loopback ports, below the kernel's ephemeral range (32768 up),
+  # so that no outgoing connection of a test running alongside can be given one before it is bound
   node -e '
     const net = require("net");
     const servers = [];
@@ -295,7 +296,11 @@ free_ports() {  # N distinct free loopback ports
         return;
       }
       const s = net.createServer();
-      s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
+      s.once("error", next);  // taken: try another
+      s.listen(10000 + Math.floor(Math.random() * 22000), "127.0.0.1", () => {
+        servers.push(s);
+        next();
+      });
     };
     next();' "$1"
 }

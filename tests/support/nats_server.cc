@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -86,18 +87,36 @@ std::string Quoted(const std::string& s) {
 
 namespace {
 
-int BindAnyPort() {
+constexpr int kLowestPort = 10000;
+
+// The first port the kernel hands out to outgoing connections (32768 unless configured).
+int EphemeralLow() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  if (!(range >> low) || low <= kLowestPort + 1000) low = 32768;
+  return low;
+}
+
+// Whether 127.0.0.1:port can be bound now.
+bool Bindable(int port) {
   UniqueFd fd(new int(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
   if (*fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr = Loopback(0);
-  if (bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(errno));
+  sockaddr_in addr = Loopback(port);
+  return bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+// A random bindable port BELOW the ephemeral range. A port from bind(0) lies inside it, and
+// between our probe and the server's own bind any outgoing connection of a parallel test (the
+// suite makes thousands) may be given it: "address already in use". Below the range, only
+// another explicit bind can take it.
+int BindablePortBelowEphemeral() {
+  static std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(kLowestPort, EphemeralLow() - 1);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(random);
+    if (Bindable(port)) return port;
   }
-  socklen_t len = sizeof addr;
-  if (getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error(std::string("getsockname: ") + std::strerror(errno));
-  }
-  return ntohs(addr.sin_port);
+  throw std::runtime_error("no bindable port below the ephemeral range after 1000 tries");
 }
 
 }  // namespace
@@ -108,7 +127,7 @@ int FreePort() {
   static std::set<int> handed_out;
   std::lock_guard<std::mutex> lock(mutex);
   while (true) {
-    const int port = BindAnyPort();
+    const int port = BindablePortBelowEphemeral();
     if (handed_out.insert(port).second) return port;
   }
 }
@@ -261,6 +280,42 @@ void NatsServer::Kill() {
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+namespace {
+
+// Whether every thread of `pid` is stopped ("T" in /proc/<pid>/task/<tid>/stat).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  size_t threads = 0;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // "<tid> (<comm>) <state> ...": the state follows the last ')'.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    if (line[close + 2] != 'T' && line[close + 2] != 't') return false;
+    ++threads;
+  }
+  return !ec && threads > 0;
+}
+
+}  // namespace
+
+void NatsServer::Freeze() {
+  if (pid_ <= 0) throw std::runtime_error("Freeze: the server is not running");
+  if (kill(pid_, SIGSTOP) != 0) {
+    throw std::runtime_error(std::string("SIGSTOP: ") + std::strerror(errno));
+  }
+  if (!WaitFor([&] { return AllThreadsStopped(pid_); }, std::chrono::seconds(10))) {
+    throw std::runtime_error("the server's threads did not all stop after SIGSTOP");
+  }
+}
+
+void NatsServer::Thaw() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 void NatsServer::Restart() {

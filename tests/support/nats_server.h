@@ -16,7 +16,9 @@
 
 namespace mesh::testing {
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago: a random one below the kernel's
+// ephemeral range (so no outgoing connection can be given it meanwhile), never the same twice
+// in one process.
 int FreePort();
 
 // A new empty folder under $TMPDIR (removed by the caller, or left for post-mortems on failure).
@@ -51,8 +53,13 @@ class NatsServer {
   static std::unique_ptr<NatsServer> Start(const NatsServerOptions& options);
   ~NatsServer();  // Stop()
 
-  void Stop();       // SIGTERM to our PID, wait; SIGKILL after a deadline
-  void Kill();       // SIGKILL, no cleanup (a crash)
+  void Stop();  // SIGTERM to our PID, wait; SIGKILL after a deadline
+  void Kill();  // SIGKILL, no cleanup (a crash)
+  // SIGSTOP, then waits until every thread of the server has stopped: kill() returns before
+  // the stop lands, and a server still answering for a moment would race the test. Throws
+  // std::runtime_error when the threads do not all stop within 10 s.
+  void Freeze();
+  void Thaw();       // SIGCONT
   void Restart();    // Stop() then start again with the same folder, ports and config
   void WipeStore();  // removes the JetStream store directory (server must be stopped)
   bool running() const;
