@@ -34,8 +34,26 @@ double UnixSecondsNow() {
   return static_cast<double>(UnixMillisNow()) / 1000.0;
 }
 
-// The pass, with any exception caught at this boundary: a bug is counted and logged, and the
-// loop carries on.
+// Runs `body` at the loop's boundary: an exception there is a bug. It is logged ("<what> threw
+// an exception (a bug); the loop carries on") and counted, and `on_bug(error)` is the result.
+template <typename Body, typename OnBug>
+auto CatchingBugs(Metrics* metrics, uint64_t pass_id, const char* what, Body body, OnBug on_bug) {
+  auto failed = [&](const std::string& error) {
+    Log(LogLevel::kError, pass_id,
+        std::string(what) + " threw an exception (a bug); the loop carries on", {{"error", error}});
+    if (metrics != nullptr) metrics->RecordException();
+    return on_bug(error);
+  };
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  } catch (...) {
+    return failed("unknown exception");
+  }
+}
+
+// The pass, with any exception caught at this boundary.
 struct GuardedPass {
   PassReport report;
   bool threw = false;
@@ -44,40 +62,22 @@ struct GuardedPass {
 GuardedPass RunGuarded(PassRunner& runner, Metrics* metrics, uint64_t pass_id, Trigger trigger,
                        ApplyMode mode) {
   const auto start = std::chrono::steady_clock::now();
-  auto failed = [&](const std::string& what) {
-    GuardedPass guarded;
-    guarded.threw = true;
-    guarded.report.status = Status(Errc::kInternal, "the pass threw: " + what);
-    guarded.report.duration_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    Log(LogLevel::kError, pass_id, "pass threw an exception (a bug); the loop carries on",
-        {{"error", what}});
-    if (metrics != nullptr) metrics->RecordException();
-    return guarded;
-  };
-  try {
-    return {runner.RunPass(pass_id, trigger, mode)};
-  } catch (const std::exception& e) {
-    return failed(e.what());
-  } catch (...) {
-    return failed("unknown exception");
-  }
+  return CatchingBugs(
+      metrics, pass_id, "pass", [&] { return GuardedPass{runner.RunPass(pass_id, trigger, mode)}; },
+      [&](const std::string& error) {
+        GuardedPass guarded;
+        guarded.threw = true;
+        guarded.report.status = Status(Errc::kInternal, "the pass threw: " + error);
+        guarded.report.duration_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return guarded;
+      });
 }
 
 LeaseChange RunLeaseRoundGuarded(PassRunner& runner, Metrics* metrics) {
-  auto failed = [&](const std::string& what) {
-    Log(LogLevel::kError, 0, "lease round threw an exception (a bug); the loop carries on",
-        {{"error", what}});
-    if (metrics != nullptr) metrics->RecordException();
-    return LeaseChange::kNone;
-  };
-  try {
-    return runner.RunLeaseRound();
-  } catch (const std::exception& e) {
-    return failed(e.what());
-  } catch (...) {
-    return failed("unknown exception");
-  }
+  return CatchingBugs(
+      metrics, 0, "lease round", [&] { return runner.RunLeaseRound(); },
+      [](const std::string&) { return LeaseChange::kNone; });
 }
 
 std::chrono::milliseconds BackoffCap(const LoopOptions& options) {

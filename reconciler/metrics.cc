@@ -86,11 +86,13 @@ Metrics::Metrics(const std::string& version)
                 .Help("1 while on-call holds the reconciler (passes observe only)")
                 .Register(*registry_)
                 .Add({})),
-      exceptions_(prometheus::BuildCounter()
-                      .Name("mesh_reconcile_exceptions_total")
-                      .Help("Passes that ended in an exception (a bug); the loop carried on")
-                      .Register(*registry_)
-                      .Add({})),
+      exceptions_(
+          prometheus::BuildCounter()
+              .Name("mesh_reconcile_exceptions_total")
+              .Help(
+                  "Passes and lease rounds that ended in an exception (a bug); the loop carried on")
+              .Register(*registry_)
+              .Add({})),
       lease_holder_(prometheus::BuildGauge()
                         .Name("mesh_reconciler_lease_holder")
                         .Help("1 when this instance may apply repairs (always 1 standalone)")

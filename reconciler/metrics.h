@@ -13,8 +13,8 @@
 //   mesh_users_file_reloads_total{result}           counter; result success|failure
 //   mesh_reconciler_held                            gauge 0/1
 //   mesh_reconciler_build_info{version}             gauge, always 1
-//   mesh_reconcile_exceptions_total                 counter: passes that threw (a bug)
-//   mesh_bus_certificate_expiry_timestamp_seconds   gauge; absent until the expiry is known
+//   mesh_reconcile_exceptions_total                 counter: passes and lease rounds that threw (a
+//   bug) mesh_bus_certificate_expiry_timestamp_seconds   gauge; absent until the expiry is known
 //   mesh_reconciler_lease_holder                    gauge 0/1; 1 while standalone (no lease yet)
 //
 // A pass succeeds when its status is ok and no action failed (see PassSucceeded).
