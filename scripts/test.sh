@@ -22,33 +22,33 @@ export PATH="$root/.tools/bin:$PATH"
 stage() { echo; echo "======== $* ($(date -u +%H:%M:%S))"; }
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
 
+# Configures and builds the whole project in DIR with the extra CMake arguments, then runs the
+# whole CTest suite there. Sanitizer options reach the tests through the caller's environment.
+build_and_test() {
+  local name="$1" dir="$2"
+  shift 2
+  stage "$name: build"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  stage "$name: tests"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900
+}
+
 if has_stage main; then
-  stage "main: build (RelWithDebInfo, -Werror)"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build -j"$jobs"
-  stage "main: tests"
-  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900
+  build_and_test "main (RelWithDebInfo, -Werror)" build
 fi
 
 if has_stage asan; then
-  stage "asan: build (AddressSanitizer + UndefinedBehaviorSanitizer)"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DMESH_SANITIZE="address;undefined" -DMESH_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-asan -j"$jobs"
-  stage "asan: tests"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
-    ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+    build_and_test "asan (AddressSanitizer + UndefinedBehaviorSanitizer)" build-asan \
+    -DMESH_SANITIZE="address;undefined" -DMESH_BUILD_BENCH=OFF
 fi
 
 if has_stage tsan; then
-  stage "tsan: build (ThreadSanitizer)"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DMESH_SANITIZE="thread" -DMESH_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-tsan -j"$jobs"
-  stage "tsan: tests"
   # tests/sanitizers/tsan.supp says what it suppresses (OpenSSL's own calls) and why.
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/sanitizers/tsan.supp" \
-    ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 900
+    build_and_test "tsan (ThreadSanitizer)" build-tsan \
+    -DMESH_SANITIZE="thread" -DMESH_BUILD_BENCH=OFF
 fi
 
 if has_stage fuzz; then
