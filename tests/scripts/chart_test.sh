@@ -255,8 +255,8 @@ run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
 run_test "render: default values" render_and_check default "pod;cluster 1;monitoring none"
 run_test "render: 3-member cluster" render_and_check cluster "pod;cluster 3;monitoring none" --set replicas=3
-run_test "render: monitoring with a PodMonitor" render_and_check podmonitor \
-  "pod;monitoring PodMonitor" --set monitoring.enabled=true
+run_test "render: monitoring with a PodMonitor and the Grafana dashboard" render_and_check podmonitor \
+  "pod;monitoring PodMonitor" --set monitoring.enabled=true --set monitoring.dashboard.enabled=true
 run_test "render: monitoring with a ServiceMonitor and a runbook base URL" render_and_check servicemonitor \
   "pod;monitoring ServiceMonitor https://git.example.com/mesh/mesh-reconciler/-/blob/main" \
   --set monitoring.enabled=true --set monitoring.scrape=ServiceMonitor \

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Tests of the Grafana dashboard charts/mesh-reconciler/dashboards/mesh-reconciler.json:
+#   - it is valid JSON with a title, a uid, panels and a Prometheus data-source variable;
+#   - every panel has a title and at least one query, and every query's expression parses with
+#     promtool (each is checked as a recording rule, after Grafana's variables are replaced by
+#     the values Grafana would send: $__rate_interval -> 5m, $instance -> .*);
+#   - every metric an expression names is one the daemon registers (reconciler/*.cc, prometheus-cpp
+#     families; a histogram's _bucket/_sum/_count series included), so a rename breaks this test;
+#   - the chart ships the file unchanged in a ConfigMap labelled for Grafana's sidecar, only when
+#     monitoring.dashboard.enabled is true.
+# Standalone: bash tests/scripts/dashboard_test.sh (needs node, promtool and helm: the Debian
+# package prometheus and scripts/install-test-tools.sh).
+set -uo pipefail
+
+root="${MESH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+cd "$root" || exit 1
+bash scripts/install-test-tools.sh >/dev/null || { echo "dashboard_test: cannot install the test tools"; exit 1; }
+
+readonly kDashboard="charts/mesh-reconciler/dashboards/mesh-reconciler.json"
+helm="$root/.tools/bin/helm"
+yaml_module="$root/.tools/node/node_modules/yaml"
+work="$(mktemp -d "${TMPDIR:-/tmp}/dashboard-test.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+passed=0
+failed=0
+
+run_test() {
+  local name="$1"
+  shift
+  if "$@" >"$work/test.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "ok - $name"
+  else
+    failed=$((failed + 1))
+    echo "not ok - $name"
+    sed 's/^/    /' "$work/test.log"
+  fi
+}
+
+# Prints one expression per line (Grafana variables substituted), or fails on a malformed file.
+expressions() {
+  node -e '
+    const fs = require("fs");
+    const d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const fail = (m) => { console.error(m); process.exit(1); };
+    if (!d.title || !d.uid) fail("no title or uid");
+    const vars = ((d.templating || {}).list || []);
+    if (!vars.some((v) => v.type === "datasource" && v.query === "prometheus"))
+      fail("no Prometheus data-source variable");
+    if (!Array.isArray(d.panels) || d.panels.length === 0) fail("no panels");
+    for (const p of d.panels) {
+      if (!p.title) fail(`panel ${p.id}: no title`);
+      if (!Array.isArray(p.targets) || p.targets.length === 0) fail(`panel "${p.title}": no query`);
+      for (const t of p.targets) {
+        if (!t.expr) fail(`panel "${p.title}": a query without expr`);
+        const e = t.expr.replace(/\$__rate_interval|\$__interval|\$__range/g, "5m")
+                        .replace(/\$instance/g, ".*");
+        if (e.includes("$")) fail(`panel "${p.title}": unknown variable in ${t.expr}`);
+        console.log(e.replace(/\n/g, " "));
+      }
+    }' "$kDashboard"
+}
+
+json_is_valid() {
+  expressions >"$work/exprs" || return 1
+  echo "$(wc -l <"$work/exprs") expressions in $(node -e 'console.log(require(process.argv[1]).panels.length)' "$root/$kDashboard") panels"
+}
+
+every_expression_parses() {
+  expressions >"$work/exprs" || return 1
+  {
+    echo "groups:"
+    echo "  - name: dashboard"
+    echo "    rules:"
+    local i=0 e
+    while IFS= read -r e; do
+      i=$((i + 1))
+      printf '      - record: dashboard:panel_query_%d\n        expr: %s\n' "$i" \
+        "$(node -e 'console.log(JSON.stringify(process.argv[1]))' "$e")"
+    done <"$work/exprs"
+  } >"$work/rules.yaml"
+  promtool check rules "$work/rules.yaml"
+}
+
+# The metric families the daemon registers: .Name("...") after a prometheus::Build* call.
+registered_metrics() {
+  grep -h -A2 -E 'prometheus::Build(Counter|Gauge|Histogram|Summary)\(\)' reconciler/*.cc |
+    sed -n 's/.*\.Name("\([a-z_:][a-z0-9_:]*\)").*/\1/p' | sort -u
+}
+
+only_exported_metrics() {
+  expressions >"$work/exprs" || return 1
+  registered_metrics >"$work/registered"
+  [[ -s "$work/registered" ]] || { echo "no registered metric found in reconciler/*.cc"; return 1; }
+  # Identifiers that name a series: mesh_* (labels, functions and keywords are never mesh_*).
+  grep -o -E '\bmesh_[a-z0-9_]+' "$work/exprs" | sort -u >"$work/used"
+  local name base ok=0
+  while IFS= read -r name; do
+    base="$(sed -E 's/_(bucket|sum|count)$//' <<<"$name")"
+    grep -qx "$name" "$work/registered" && continue
+    [[ "$base" != "$name" ]] && grep -qx "$base" "$work/registered" && continue
+    echo "$name: not a metric the daemon registers"
+    ok=1
+  done <"$work/used"
+  [[ $ok -eq 0 ]] && echo "$(wc -l <"$work/used") metrics, all registered by the daemon"
+  return $ok
+}
+
+chart_ships_it() {
+  "$helm" template mesh charts/mesh-reconciler --namespace mesh-test \
+    --set-file records.content=tests/charts/records.json >"$work/off.yaml" || return 1
+  if grep -q 'mesh-reconciler-dashboard' "$work/off.yaml"; then
+    echo "the dashboard ConfigMap is rendered although monitoring.dashboard.enabled is false"
+    return 1
+  fi
+  "$helm" template mesh charts/mesh-reconciler --namespace mesh-test \
+    --set-file records.content=tests/charts/records.json \
+    --set monitoring.dashboard.enabled=true --set monitoring.dashboard.annotations.grafana_folder=NATS \
+    >"$work/on.yaml" || return 1
+  node -e '
+    const fs = require("fs");
+    const YAML = require(process.argv[1]);
+    const docs = YAML.parseAllDocuments(fs.readFileSync(process.argv[2], "utf8")).map((d) => d.toJSON());
+    const cm = docs.filter((d) => d && d.kind === "ConfigMap" && d.metadata.name.endsWith("-dashboard"));
+    if (cm.length !== 1) { console.error(`${cm.length} dashboard ConfigMaps`); process.exit(1); }
+    const m = cm[0].metadata;
+    if (m.labels.grafana_dashboard !== "1") { console.error("no grafana_dashboard label"); process.exit(1); }
+    if (m.annotations.grafana_folder !== "NATS") { console.error("annotation lost"); process.exit(1); }
+    const shipped = cm[0].data["mesh-reconciler.json"];
+    const source = fs.readFileSync(process.argv[3], "utf8").replace(/\n$/, "");
+    if (shipped !== source) { console.error("the ConfigMap differs from the dashboard file"); process.exit(1); }
+    console.log("shipped unchanged in", m.name);' "$yaml_module" "$work/on.yaml" "$kDashboard"
+}
+
+run_test "the dashboard is valid JSON with panels and a data-source variable" json_is_valid
+run_test "every panel's expression parses (promtool check rules)" every_expression_parses
+run_test "every metric named is one the daemon registers" only_exported_metrics
+run_test "the chart ships the dashboard for Grafana's sidecar, off by default" chart_ships_it
+
+echo "dashboard_test: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
