@@ -216,9 +216,11 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration) {
     hold_until_unix_ms_ = UnixMillisNow() + duration.count();
     hold_expiry_pending_ = true;
     state = {true, hold_until_unix_ms_};
+    // Under the lock that orders holds and releases: set after it, a release in between could
+    // be overtaken and leave the gauge at 1 (silencing the drift alert) while not held.
+    if (metrics_ != nullptr) metrics_->SetHeld(true);
   }
   wake_cv_.notify_all();  // the loop's next deadline changed
-  if (metrics_ != nullptr) metrics_->SetHeld(true);
   Log(LogLevel::kInfo, 0, "held: passes observe only",
       {{"for_ms", std::to_string(duration.count())},
        {"until_unix_ms", std::to_string(state.until_unix_ms)}});
@@ -233,9 +235,9 @@ bool Loop::Release() {
     hold_until_.reset();
     hold_expiry_pending_ = false;
     if (was_held) pending_ |= Bit(Trigger::kForced);
+    if (metrics_ != nullptr) metrics_->SetHeld(false);  // under the lock: see Hold
   }
   wake_cv_.notify_all();
-  if (metrics_ != nullptr) metrics_->SetHeld(false);
   if (was_held) Log(LogLevel::kInfo, 0, "released: passes apply again");
   return was_held;
 }

@@ -251,7 +251,7 @@ TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
     }
     return report;
   });
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   Loop loop(QuietOptions(), &metrics);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
@@ -292,9 +292,31 @@ TEST_CASE("Periodic passes come every interval, jittered", "[loop]") {
   }
 }
 
+TEST_CASE("The held gauge agrees with the loop after holds and releases race", "[loop]") {
+  // Hold and Release from two threads at once, many times: whichever wins, the gauge must say
+  // what the loop says. With the gauge set after the loop's lock was released, a release could
+  // be overtaken by the hold it raced and leave mesh_reconciler_held at 1 while not held.
+  Metrics metrics("test", "abc123");
+  Loop loop(QuietOptions(), &metrics);
+  int disagreements = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::thread holder([&] { REQUIRE(loop.Hold(std::chrono::minutes(5)).ok()); });
+    std::thread releaser([&] { loop.Release(); });
+    holder.join();
+    releaser.join();
+    const bool held = loop.hold_state().held;
+    const std::string text = metrics.Serialize();
+    // The sample line, not the HELP line (whose text starts "1 while on-call holds").
+    const bool gauge = text.find("\nmesh_reconciler_held 1\n") != std::string::npos;
+    if (held != gauge) ++disagreements;
+    loop.Release();
+  }
+  CHECK(disagreements == 0);
+}
+
 TEST_CASE("While held, passes observe only, the hold expires on its own", "[loop]") {
   ScriptedRunner runner;
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   Loop loop(QuietOptions(), &metrics);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
@@ -346,7 +368,7 @@ TEST_CASE("An exception in a pass is counted and the loop survives", "[loop]") {
     if (call.pass_id == 2) throw std::runtime_error("scripted bug");
     return ScriptedRunner::OkReport(call);
   });
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   Loop loop(QuietOptions(), &metrics);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
@@ -395,7 +417,7 @@ TEST_CASE("Stop gives up after the grace when a pass hangs, and a waiter is rele
 
 TEST_CASE("Bus events: reconnect wakes a pass, disconnect marks the bus down", "[loop]") {
   ScriptedRunner runner;
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   Loop loop(QuietOptions(), &metrics);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
