@@ -232,7 +232,7 @@ int RunDaemon(Settings& settings) {
   }
 
   const sigset_t shutdown_signals = BlockShutdownSignals();
-  Metrics metrics(MESH_RECONCILER_VERSION);
+  Metrics metrics(MESH_RECONCILER_VERSION, MESH_RECONCILER_COMMIT);
   LoopOptions options;
   options.interval = settings.interval;
   if (settings.lease == LeaseMode::kKv) options.lease_round = LeaseRoundFor(settings.interval);

@@ -2,6 +2,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "reconciler/process_metrics.h"
+
 namespace mesh::reconciler {
 namespace {
 
@@ -28,8 +30,19 @@ const char* RepairResult(Outcome outcome) {
   return "failure";
 }
 
-bool IsUsersFileAction(ActionKind kind) {
-  return kind == ActionKind::kWriteUsersFile || kind == ActionKind::kReloadServer;
+// The result label of a users-file write or reload; nothing for a step that was not attempted
+// (a reload skipped because its write failed is not a failed reload).
+std::optional<const char*> AttemptResult(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kDone:
+      return "success";
+    case Outcome::kRefused:
+    case Outcome::kFailed:
+      return "failure";
+    case Outcome::kSkipped:
+      return std::nullopt;
+  }
+  return "failure";
 }
 
 }  // namespace
@@ -43,7 +56,7 @@ PassResult PassSucceeded(const PassReport& report) {
                                                            : PassResult::kFailure;
 }
 
-Metrics::Metrics(const std::string& version)
+Metrics::Metrics(const std::string& version, const std::string& commit)
     : registry_(std::make_shared<prometheus::Registry>()),
       drift_(prometheus::BuildGauge()
                  .Name("mesh_drift_objects")
@@ -77,9 +90,13 @@ Metrics::Metrics(const std::string& version)
                          .Help("1 when the records file last read was valid")
                          .Register(*registry_)
                          .Add({})),
+      writes_(prometheus::BuildCounter()
+                  .Name("mesh_users_file_writes_total")
+                  .Help("Users file writes (temporary file, fsync, rename), by result")
+                  .Register(*registry_)),
       reloads_(prometheus::BuildCounter()
                    .Name("mesh_users_file_reloads_total")
-                   .Help("Users file writes and server reloads, by result")
+                   .Help("Server reloads of the users file (SIGHUP, confirmed), by result")
                    .Register(*registry_)),
       held_(prometheus::BuildGauge()
                 .Name("mesh_reconciler_held")
@@ -104,13 +121,15 @@ Metrics::Metrics(const std::string& version)
           &drift_.Add({{"kind", ToString(kKinds[k])}, {"state", ToString(kStates[s])}});
     }
   }
-  reloads_.Add({{"result", "success"}});
-  reloads_.Add({{"result", "failure"}});
+  for (auto* family : {&writes_, &reloads_}) {
+    family->Add({{"result", "success"}});
+    family->Add({{"result", "failure"}});
+  }
   prometheus::BuildGauge()
       .Name("mesh_reconciler_build_info")
       .Help("Build information; the value is always 1")
       .Register(*registry_)
-      .Add({{"version", version}})
+      .Add({{"version", version}, {"commit", commit}})
       .Set(1);
   lease_holder_.Set(1);
 }
@@ -139,9 +158,12 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
               {"action", VerbOf(kind)},
               {"result", RepairResult(outcome.outcome)}})
         .Increment();
-    if (IsUsersFileAction(kind)) {
-      reloads_.Add({{"result", outcome.outcome == Outcome::kDone ? "success" : "failure"}})
-          .Increment();
+    if (kind == ActionKind::kWriteUsersFile || kind == ActionKind::kReloadServer) {
+      if (const auto result = AttemptResult(outcome.outcome)) {
+        (kind == ActionKind::kWriteUsersFile ? writes_ : reloads_)
+            .Add({{"result", *result}})
+            .Increment();
+      }
     }
   }
 }
@@ -172,7 +194,11 @@ void Metrics::SetCertificateExpiry(std::optional<int64_t> unix_seconds) {
 }
 
 std::string Metrics::Serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (prometheus::MetricFamily& family : CollectProcessMetrics()) {
+    families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace mesh::reconciler

@@ -10,12 +10,17 @@
 //   mesh_repairs_total{kind,action,result}          counter; result success|failure|skipped
 //   mesh_bus_connected                              gauge 0/1
 //   mesh_records_valid                              gauge 0/1 (0 until a pass has read them)
-//   mesh_users_file_reloads_total{result}           counter; result success|failure
+//   mesh_users_file_writes_total{result}            counter; result success|failure
+//   mesh_users_file_reloads_total{result}           counter; result success|failure (a reload
+//                                                   skipped after a failed write is not counted)
 //   mesh_reconciler_held                            gauge 0/1
-//   mesh_reconciler_build_info{version}             gauge, always 1
+//   mesh_reconciler_build_info{version,commit}      gauge, always 1
 //   mesh_reconcile_exceptions_total                 counter: passes and lease rounds that threw (a
-//   bug) mesh_bus_certificate_expiry_timestamp_seconds   gauge; absent until the expiry is known
+//                                                   bug)
+//   mesh_bus_certificate_expiry_timestamp_seconds   gauge; absent until the expiry is known
 //   mesh_reconciler_lease_holder                    gauge 0/1; 1 while standalone (no lease yet)
+//   process_*                                       the standard process metrics
+//                                                   (reconciler/process_metrics.h), read at scrape
 //
 // A pass succeeds when its status is ok and no action failed (see PassSucceeded).
 //
@@ -48,7 +53,8 @@ PassResult PassSucceeded(const PassReport& report);
 
 class Metrics {
  public:
-  explicit Metrics(const std::string& version);
+  // `commit` is the source revision the binary was built from ("unknown" outside git).
+  Metrics(const std::string& version, const std::string& commit);
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
@@ -76,6 +82,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& repairs_;
   prometheus::Gauge& bus_connected_;
   prometheus::Gauge& records_valid_;
+  prometheus::Family<prometheus::Counter>& writes_;
   prometheus::Family<prometheus::Counter>& reloads_;
   prometheus::Gauge& held_;
   prometheus::Counter& exceptions_;

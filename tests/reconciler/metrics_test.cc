@@ -3,8 +3,11 @@
 #include "reconciler/metrics.h"
 
 #include <catch2/catch.hpp>
+#include <ctime>
 #include <initializer_list>
+#include <optional>
 
+#include "reconciler/process_metrics.h"
 #include "tests/reconciler/daemon_support.h"
 
 namespace mesh::reconciler::test {
@@ -58,7 +61,7 @@ PassReport BusyPass() {
 }
 
 TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
-  Metrics metrics("1.2.3");
+  Metrics metrics("1.2.3", "0123456789ab");
   const std::string text = metrics.Serialize();
   for (const char* kind : {"users_file", "stream", "consumer"}) {
     for (const char* state : {"missing", "differs", "unexpected"}) {
@@ -68,18 +71,26 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
     }
   }
   CheckHasAll(
-      text, {"mesh_reconciler_build_info{version=\"1.2.3\"} 1", "mesh_reconciler_lease_holder 1",
-             "mesh_reconciler_held 0", "mesh_bus_connected 0", "mesh_records_valid 0",
-             "mesh_reconcile_exceptions_total 0", "mesh_reconcile_last_success_timestamp_seconds 0",
-             "mesh_users_file_reloads_total{result=\"success\"} 0",
-             "mesh_users_file_reloads_total{result=\"failure\"} 0",
-             "# TYPE mesh_reconcile_duration_seconds histogram"});
+      text,
+      {"mesh_reconciler_build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1",
+       "mesh_reconciler_lease_holder 1", "mesh_reconciler_held 0", "mesh_bus_connected 0",
+       "mesh_records_valid 0", "mesh_reconcile_exceptions_total 0",
+       "mesh_reconcile_last_success_timestamp_seconds 0",
+       "mesh_users_file_reloads_total{result=\"success\"} 0",
+       "mesh_users_file_reloads_total{result=\"failure\"} 0",
+       "mesh_users_file_writes_total{result=\"success\"} 0",
+       "mesh_users_file_writes_total{result=\"failure\"} 0",
+       "# TYPE mesh_reconcile_duration_seconds histogram",
+       // The standard process metrics, read from /proc.
+       "# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
+       "# TYPE process_virtual_memory_bytes gauge", "# TYPE process_start_time_seconds gauge",
+       "# TYPE process_open_fds gauge", "# TYPE process_max_fds gauge"});
   // Absent until known.
   CHECK_FALSE(Has(text, "mesh_bus_certificate_expiry_timestamp_seconds"));
 }
 
 TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metrics]") {
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   metrics.RecordPass(BusyPass(), 1700000000.5);
   const std::string text = metrics.Serialize();
   CheckHasAll(text, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2",
@@ -89,7 +100,10 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
                      "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2",
                      "mesh_repairs_total{action=\"update\",kind=\"consumer\",result=\"failure\"} 1",
                      "mesh_repairs_total{action=\"create\",kind=\"consumer\",result=\"skipped\"} 1",
-                     "mesh_users_file_reloads_total{result=\"success\"} 1",
+                     // The write succeeded, the reload failed: counted apart.
+                     "mesh_users_file_writes_total{result=\"success\"} 1",
+                     "mesh_users_file_writes_total{result=\"failure\"} 0",
+                     "mesh_users_file_reloads_total{result=\"success\"} 0",
                      "mesh_users_file_reloads_total{result=\"failure\"} 1",
                      // A refused action makes the pass a failure: no success time.
                      "mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"} 1",
@@ -110,8 +124,69 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
                       "mesh_reconcile_duration_seconds_count 2"});
 }
 
+TEST_CASE("A failed write is a failed write; the reload it skipped counts as nothing",
+          "[metrics]") {
+  Metrics metrics("test", "abc123");
+  PassReport report;
+  report.trigger = Trigger::kUsersFileChanged;
+  report.outcomes = {OutcomeOf(ActionKind::kWriteUsersFile, Outcome::kFailed),
+                     OutcomeOf(ActionKind::kReloadServer, Outcome::kSkipped)};
+  metrics.RecordPass(report, 1);
+  CheckHasAll(metrics.Serialize(), {"mesh_users_file_writes_total{result=\"failure\"} 1",
+                                    "mesh_users_file_writes_total{result=\"success\"} 0",
+                                    "mesh_users_file_reloads_total{result=\"failure\"} 0",
+                                    "mesh_users_file_reloads_total{result=\"success\"} 0"});
+}
+
+TEST_CASE("Process metrics are this process's own figures", "[metrics]") {
+  const auto families = CollectProcessMetrics();
+  auto value = [&](const std::string& name) -> std::optional<double> {
+    for (const auto& family : families) {
+      if (family.name == name && family.metric.size() == 1) {
+        return family.type == prometheus::MetricType::Counter ? family.metric[0].counter.value
+                                                              : family.metric[0].gauge.value;
+      }
+    }
+    return std::nullopt;
+  };
+  const auto rss = value("process_resident_memory_bytes");
+  const auto vsize = value("process_virtual_memory_bytes");
+  const auto start = value("process_start_time_seconds");
+  const auto open = value("process_open_fds");
+  REQUIRE(rss);
+  REQUIRE(vsize);
+  REQUIRE(start);
+  REQUIRE(open);
+  REQUIRE(value("process_cpu_seconds_total"));
+  REQUIRE(value("process_max_fds"));
+  CHECK(*rss > 1024 * 1024);  // a test binary with Catch2 and cnats linked holds more than 1 MiB
+  CHECK(*vsize >= *rss);
+  // Started after 2020 and not in the future.
+  CHECK(*start > 1577836800);
+  CHECK(*start <= static_cast<double>(std::time(nullptr)) + 1);
+  CHECK(*open >= 3);  // stdin, stdout, stderr at least
+}
+
+TEST_CASE("/proc/<pid>/stat is parsed after the command name, whatever it holds", "[metrics]") {
+  // Fields 14, 15 (utime, stime), 22 (start), 23 (vsize), 24 (rss); the name has ") (" in it.
+  const std::string line =
+      "4242 (odd ) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 25 7 0 0 20 0 3 0 "
+      "123456 987654321 2048 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+  const auto stat = ParseProcStat(line);
+  REQUIRE(stat);
+  CHECK(stat->utime_ticks == 25);
+  CHECK(stat->stime_ticks == 7);
+  CHECK(stat->start_ticks_after_boot == 123456);
+  CHECK(stat->vsize_bytes == 987654321);
+  CHECK(stat->rss_pages == 2048);
+  CHECK_FALSE(ParseProcStat("4242 (truncated) S 1 2 3"));
+  CHECK_FALSE(ParseProcStat("no parenthesis"));
+  CHECK(ParseBootTime("cpu  1 2 3\nbtime 1700000000\nprocesses 5\n") == 1700000000u);
+  CHECK_FALSE(ParseBootTime("cpu 1 2 3\n"));
+}
+
 TEST_CASE("A pass that could not observe leaves the drift gauges alone", "[metrics]") {
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   metrics.RecordPass(BusyPass(), 1);
   PassReport failed;
   failed.trigger = Trigger::kRetry;
@@ -124,7 +199,7 @@ TEST_CASE("A pass that could not observe leaves the drift gauges alone", "[metri
 }
 
 TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   metrics.SetBusConnected(true);
   metrics.SetHeld(true);
   metrics.RecordException();
@@ -138,7 +213,7 @@ TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
 }
 
 TEST_CASE("The metrics text passes promtool check metrics", "[metrics]") {
-  Metrics metrics("0.1.0");
+  Metrics metrics("0.1.0", "abc123");
   metrics.RecordPass(BusyPass(), 1700000000);
   metrics.SetCertificateExpiry(1893456000);
   metrics.SetBusConnected(true);
