@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reconciler/commands.h"
+#include "reconciler/completion.h"
 #include "reconciler/log.h"
 
 namespace {
@@ -33,14 +34,47 @@ const Command kCommands[] = {
 };
 
 void PrintUsage(std::FILE* out) {
-  std::fprintf(out,
-               "mesh-reconciler %s: keeps a NATS JetStream bus in line with the mesh's records.\n\n"
-               "Usage: mesh-reconciler COMMAND [flags]   (mesh-reconciler COMMAND --help)\n\n"
-               "Commands:\n",
-               MESH_RECONCILER_VERSION);
+  std::fprintf(
+      out,
+      "mesh-reconciler %s: keeps a NATS JetStream bus in line with the mesh's records.\n\n"
+      "Usage: mesh-reconciler COMMAND [flags]\n"
+      "       mesh-reconciler help COMMAND      (or COMMAND --help): the command's flags\n"
+      "       mesh-reconciler --version         the version and the source commit\n"
+      "       mesh-reconciler completion bash   a bash completion script:\n"
+      "                                         source <(mesh-reconciler completion bash)\n\n"
+      "Commands:\n",
+      MESH_RECONCILER_VERSION);
   for (const auto& command : kCommands) {
     std::fprintf(out, "  %-14s %s\n", command.name, command.summary);
   }
+  std::fprintf(out,
+               "\nExit codes: 0 success (plan: converged), 1 error, 2 drift found (plan), 64 "
+               "usage error.\n");
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& candidate : kCommands) {
+    if (name == candidate.name) return &candidate;
+  }
+  return nullptr;
+}
+
+int UnknownCommand(const std::string& name) {
+  std::fprintf(stderr, "mesh-reconciler: unknown command \"%s\"\n\n", name.c_str());
+  PrintUsage(stderr);
+  return mesh::reconciler::kExitUsage;
+}
+
+int Completion(int argc, char** argv) {
+  if (argc != 3 || std::string(argv[2]) != "bash") {
+    std::fprintf(stderr, "mesh-reconciler completion: expected the shell: completion bash\n");
+    return mesh::reconciler::kExitUsage;
+  }
+  std::vector<std::string> names;
+  for (const auto& command : kCommands) names.emplace_back(command.name);
+  std::fputs(mesh::reconciler::BashCompletion(names, mesh::reconciler::DescribeFlags()).c_str(),
+             stdout);
+  return mesh::reconciler::kExitOk;
 }
 
 }  // namespace
@@ -51,23 +85,24 @@ int main(int argc, char** argv) {
     return mesh::reconciler::kExitUsage;
   }
   std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
+  if (name == "--help" || name == "-h" || (name == "help" && argc == 2)) {
     PrintUsage(stdout);
     return mesh::reconciler::kExitOk;
   }
-  if (name == "--version" || name == "version") {
-    std::printf("mesh-reconciler %s\n", MESH_RECONCILER_VERSION);
+  if (name == "help") {
+    const Command* command = FindCommand(argv[2]);
+    if (command == nullptr) return UnknownCommand(argv[2]);
+    std::fputs(command->help, stdout);
     return mesh::reconciler::kExitOk;
   }
-  const Command* command = nullptr;
-  for (const auto& candidate : kCommands) {
-    if (name == candidate.name) command = &candidate;
+  if (name == "--version" || name == "version") {
+    std::printf("mesh-reconciler %s (commit %s)\n", MESH_RECONCILER_VERSION,
+                MESH_RECONCILER_COMMIT);
+    return mesh::reconciler::kExitOk;
   }
-  if (command == nullptr) {
-    std::fprintf(stderr, "mesh-reconciler: unknown command \"%s\"\n\n", name.c_str());
-    PrintUsage(stderr);
-    return mesh::reconciler::kExitUsage;
-  }
+  if (name == "completion") return Completion(argc, argv);
+  const Command* command = FindCommand(name);
+  if (command == nullptr) return UnknownCommand(name);
   std::vector<std::string> args(argv + 2, argv + argc);
   auto settings =
       mesh::reconciler::ParseSettings(args, [](const char* n) { return std::getenv(n); });

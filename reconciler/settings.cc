@@ -222,6 +222,14 @@ Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
   return total;
 }
 
+std::vector<FlagDescription> DescribeFlags() {
+  std::vector<FlagDescription> out;
+  for (const auto& [name, spec] : Flags()) {
+    out.push_back({name, spec.kind == FlagKind::kSwitch ? FlagArity::kSwitch : FlagArity::kValue});
+  }
+  return out;
+}
+
 Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv) {
   Settings settings;
   std::vector<std::string> errors;

@@ -54,6 +54,16 @@ struct Settings {
 
 using GetEnv = std::function<const char*(const char*)>;
 
+// Whether a flag takes a value ("--records FILE") or is a switch ("--json").
+enum class FlagArity { kSwitch, kValue };
+struct FlagDescription {
+  std::string name;  // without the leading "--"
+  FlagArity arity;
+};
+// Every flag ParseSettings accepts, sorted by name: the one table behind the parser, shell
+// completion and the man page, so that none of them can name a flag the others lack.
+std::vector<FlagDescription> DescribeFlags();
+
 // Parses flags (both "--name value" and "--name=value"). Unknown flags are an error.
 Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv);
 
