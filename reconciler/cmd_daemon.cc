@@ -9,6 +9,7 @@
 
 #include "observers/monitor.h"
 #include "reconciler/admin_token.h"
+#include "reconciler/build_info.h"
 #include "reconciler/commands.h"
 #include "reconciler/http_handler.h"
 #include "reconciler/http_server.h"
@@ -232,7 +233,7 @@ int RunDaemon(Settings& settings) {
   }
 
   const sigset_t shutdown_signals = BlockShutdownSignals();
-  Metrics metrics(MESH_RECONCILER_VERSION, MESH_RECONCILER_COMMIT);
+  Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit());
   LoopOptions options;
   options.interval = settings.interval;
   if (settings.lease == LeaseMode::kKv) options.lease_round = LeaseRoundFor(settings.interval);

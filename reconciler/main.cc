@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "reconciler/build_info.h"
 #include "reconciler/commands.h"
 #include "reconciler/completion.h"
 #include "reconciler/log.h"
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   }
   if (name == "--version" || name == "version") {
     std::printf("mesh-reconciler %s (commit %s)\n", MESH_RECONCILER_VERSION,
-                MESH_RECONCILER_COMMIT);
+                mesh::reconciler::BuildCommit());
     return mesh::reconciler::kExitOk;
   }
   if (name == "completion") return Completion(argc, argv);
