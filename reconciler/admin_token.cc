@@ -1,9 +1,7 @@
 #include "reconciler/admin_token.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "model/digest.h"
+#include "observers/regular_file.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -17,14 +15,10 @@ bool IsSpace(char c) {
 }  // namespace
 
 Result<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(Errc::kIo, "--token-file: cannot read " + path);
-  std::ostringstream all;
-  all << in.rdbuf();
-  std::string token = all.str();
-  if (token.size() > kMaxTokenBytes) {
-    return Status(Errc::kInvalidArgument, "--token-file: " + path + " is too large for a token");
-  }
+  // Without blocking: a FIFO in the token's place is refused, not waited on.
+  Result<std::string> read = observers::ReadRegularFile(path, "--token-file", kMaxTokenBytes);
+  if (!read.ok()) return read.status();
+  std::string token = std::move(*read);
   while (!token.empty() && IsSpace(token.back())) token.pop_back();
   size_t first = 0;
   while (first < token.size() && IsSpace(token[first])) ++first;

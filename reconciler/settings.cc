@@ -1,10 +1,11 @@
 #include "reconciler/settings.h"
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+
+#include "observers/regular_file.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -181,12 +182,13 @@ bool EnvTrue(const char* value) {
   return v == "1" || v == "true" || v == "yes";
 }
 
+constexpr size_t kMaxSecretBytes = 4096;
+
+// Without blocking: a FIFO in the file's place is refused, not waited on.
 Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(Errc::kIo, std::string(what) + ": cannot read " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string value = buffer.str();
+  Result<std::string> read = observers::ReadRegularFile(path, what, kMaxSecretBytes);
+  if (!read.ok()) return read.status();
+  std::string value = std::move(*read);
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
   return value;
 }

@@ -1,0 +1,214 @@
+// Faults that once needed a person (issue 13), each on real processes: the real daemon binary
+// against a real nats-server, stopped by PID. A FIFO in a file's place, credentials in a URL's
+// query string, a weak admin token, the users file's mode, owner and kind, and a broken users
+// file or a rotated password while the server is down or refuses us.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "reconciler/pass.h"
+#include "tests/reconciler/daemon_support.h"
+#include "tests/reconciler/pass_fixtures.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using mesh::testing::ReadFile;
+using mesh::testing::WaitFor;
+using mesh::testing::WriteFile;
+using std::chrono::seconds;
+
+constexpr char kToken[] = "self-heal-test-token-6a1f0c9e3b7d52";
+constexpr char kOtherToken[] = "self-heal-test-token-0b8e4d2c7f19a6";
+// A forced pass blocked on a FIFO would never answer: well below the daemon's own limit.
+constexpr auto kForcedPassDeadline = seconds(30);
+// A command that should refuse at once; one that waits on a FIFO is killed at this deadline.
+constexpr auto kRefusalDeadline = seconds(15);
+
+// Replaces `path` atomically, as an operator or a ConfigMap update would.
+void ReplaceFile(const std::string& path, const std::string& bytes) {
+  const std::string temporary = path + ".new";
+  WriteFile(temporary, bytes);
+  std::filesystem::rename(temporary, path);
+}
+
+// Puts a FIFO in `path`'s place (by rename, as an atomic replacement would).
+void ReplaceWithFifo(const std::string& path) {
+  const std::string temporary = path + ".fifo";
+  REQUIRE(mkfifo(temporary.c_str(), 0600) == 0);
+  std::filesystem::rename(temporary, path);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+struct stat LinkStat(const std::string& path) {
+  struct stat info {};
+  REQUIRE(lstat(path.c_str(), &info) == 0);
+  return info;
+}
+
+// The users file as the reconciler keeps it: a regular file, mode 0600, owned by us.
+bool UsersFileAsOwned(const std::string& path) {
+  struct stat info {};
+  return lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+         (info.st_mode & 07777) == 0600 && info.st_uid == geteuid();
+}
+
+// `mesh-reconciler <args>` with `env` added; its exit code (-1 when it was still running at
+// `deadline`, then killed) and what it printed.
+CliResult RunWithEnv(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                     std::chrono::milliseconds deadline = kRefusalDeadline) {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-cli");
+  const std::string log = dir + "/out.txt";
+  const pid_t pid = SpawnWithLog(MESH_BINARY, args, env, log);
+  std::optional<int> code = WaitExit(pid, deadline);
+  if (!code) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  CliResult result{code.value_or(-1), ReadFile(log)};
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+// A live mesh and the daemon on it (interval 1h: only the watcher, advisories and forced
+// passes run passes), its token in a file of the mesh's folder.
+class Healing {
+ public:
+  explicit Healing(std::string password = kReconcilerPassword)
+      : mesh_(ExampleRecordsJson()), password_(std::move(password)) {
+    token_path_ = mesh_.dir + "/admin.token";
+    WriteFile(token_path_, std::string(kToken) + "\n");
+    const Settings s = mesh_.PassSettings();
+    daemon_ = DaemonProcess::Start(
+        {"--records", s.records_path, "--bus", s.bus.urls[0], "--user", s.bus.user, "--users-file",
+         s.users_file, "--pid-file", s.pid_file, "--monitor", s.monitor_url, "--bcrypt-cost",
+         std::to_string(kCheapCost), "--token-file", token_path_, "--interval", "1h"},
+        {"MESH_RECONCILER_PASSWORD=" + password_});
+  }
+
+  std::string users_file() const { return mesh_.server->users_file(); }
+
+  // POST /reconcile: the report of a pass that started after the call.
+  Result<PassReport> Reconcile() {
+    auto reply = daemon_->Post("/reconcile", kToken, kForcedPassDeadline);
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) {
+      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
+    }
+    return ReportFromJson(reply->body);
+  }
+  void WaitConverged() {
+    std::string last;
+    const bool converged = WaitFor(
+        [&] {
+          Result<PassReport> report = Reconcile();
+          last = report.ok() ? FormatReportTable(*report) : report.status().ToString();
+          return report.ok() && report->converged();
+        },
+        seconds(60));
+    INFO(last);
+    INFO(daemon_->log());
+    REQUIRE(converged);
+  }
+  // The HTTP status of POST /release with `token` (0 when it does not answer).
+  int PostStatus(const std::string& token) {
+    auto reply = daemon_->Post("/release", token, seconds(10));
+    return reply.ok() ? reply->status : 0;
+  }
+  std::string Drift() {
+    auto drift = daemon_->Get("/drift");
+    return drift.ok() ? drift->body : "";
+  }
+
+  LiveMesh mesh_;
+  std::string password_;
+  std::string token_path_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+// ---------- 4. a FIFO (or any non-regular file) in a file's place ----------
+
+TEST_CASE("A FIFO as the records, users file or token file never blocks the daemon",
+          "[faults][daemon][integration]") {
+  Healing f;
+  f.WaitConverged();
+
+  // The records: refused at once, the last valid ones kept (nothing to do on a converged bus).
+  ReplaceWithFifo(f.mesh_.records_path);
+  Result<PassReport> report = f.Reconcile();
+  INFO(f.daemon_->log());
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->records_valid);
+  REQUIRE_FALSE(report->records_errors.empty());
+  CHECK(Contains(report->records_errors[0], "is not a regular file"));
+  CHECK(report->plan.actions.empty());
+  ReplaceFile(f.mesh_.records_path, ExampleRecordsJson());
+  f.WaitConverged();
+
+  // The users file: observed as unreadable, replaced by a regular file, reloaded.
+  ReplaceWithFifo(f.users_file());
+  f.WaitConverged();
+  CHECK(UsersFileAsOwned(f.users_file()));
+
+  // The token file: the watcher's reload refuses it (POSTs off), a good token turns them on.
+  REQUIRE(f.PostStatus(kToken) == 200);
+  ReplaceWithFifo(f.token_path_);
+  REQUIRE(WaitFor([&] { return f.PostStatus(kToken) == 403; }));
+  CHECK(Contains(f.daemon_->log(), "is not a regular file"));
+  ReplaceFile(f.token_path_, std::string(kOtherToken) + "\n");
+  REQUIRE(WaitFor([&] { return f.PostStatus(kOtherToken) == 200; }));
+}
+
+TEST_CASE("A FIFO as the password, token or records file at start is refused at once",
+          "[faults][daemon]") {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-fifo");
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string token = dir + "/token";
+  WriteFile(token, std::string(kToken) + "\n");
+  const std::string bus = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+
+  SECTION("--password-file") {
+    CliResult run = RunWithEnv({"run", "--records", records, "--bus", bus, "--password-file", fifo,
+                                "--token-file", token, "--listen", "127.0.0.1:0"},
+                               {});
+    INFO(run.output);
+    CHECK(run.exit_code != 0);
+    CHECK(run.exit_code != -1);  // answered, not killed at the deadline
+    CHECK(Contains(run.output, "--password-file " + fifo + " is not a regular file"));
+  }
+  SECTION("--token-file") {
+    CliResult run = RunWithEnv({"run", "--records", records, "--bus", bus, "--token-file", fifo,
+                                "--listen", "127.0.0.1:0"},
+                               password_env);
+    INFO(run.output);
+    CHECK(run.exit_code == 1);
+    CHECK(Contains(run.output, "--token-file " + fifo + " is not a regular file"));
+    // The on-call commands read it too.
+    CliResult remote =
+        RunWithEnv({"release", "--remote", "http://127.0.0.1:1", "--token-file", fifo}, {});
+    INFO(remote.output);
+    CHECK(remote.exit_code != -1);
+    CHECK(Contains(remote.output, "is not a regular file"));
+  }
+  SECTION("--records for a one-shot validate") {
+    CliResult validate = RunWithEnv({"validate", fifo}, {});
+    INFO(validate.output);
+    CHECK(validate.exit_code != 0);
+    CHECK(validate.exit_code != -1);
+    CHECK(Contains(validate.output, "is not a regular file"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test
