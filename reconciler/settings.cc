@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "observers/regular_file.h"
+#include "observers/url.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -48,6 +49,12 @@ const std::map<std::string, FlagSpec>& Flags() {
               return "--bus: credentials in a URL are refused; use --user and "
                      "MESH_RECONCILER_PASSWORD or --password-file";
             }
+            // ?user=u&pass=S, ?token=..., or any query at all: refused, and never echoed.
+            if (observers::HasQueryOrFragment(url)) {
+              return "--bus: a query string or fragment in a URL is refused (it may carry "
+                     "credentials; the URL is not shown); use --user and "
+                     "MESH_RECONCILER_PASSWORD or --password-file";
+            }
           }
           return {};
         }}},
@@ -65,7 +72,13 @@ const std::map<std::string, FlagSpec>& Flags() {
         [](Settings& s, const std::string& v) { return SetString(s.pid_file, v); }}},
       {"monitor",
        {FlagKind::kString,
-        [](Settings& s, const std::string& v) { return SetString(s.monitor_url, v); }}},
+        [](Settings& s, const std::string& v) -> std::string {
+          if (observers::HasQueryOrFragment(v)) {
+            return "--monitor: a query string or fragment in a URL is refused (it may carry "
+                   "credentials; the URL is not shown)";
+          }
+          return SetString(s.monitor_url, v);
+        }}},
       {"ca-file",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.bus.ca_file, v); }}},

@@ -210,5 +210,53 @@ TEST_CASE("A FIFO as the password, token or records file at start is refused at 
   std::filesystem::remove_all(dir);
 }
 
+// ---------- 6. credentials in a URL's query string ----------
+
+TEST_CASE("Credentials in a bus or monitor URL's query string are refused, never logged",
+          "[faults][daemon]") {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-query");
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string secret = "S3cret-in-the-query";
+  const std::string host = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+  const std::vector<std::string> queries = {"/?user=u&pass=" + secret,
+                                            "?token=" + secret,
+                                            "/?password=" + secret,
+                                            "/?nkey=" + secret,
+                                            "/?jwt=" + secret,
+                                            "/?x=" + secret,
+                                            "#" + secret};
+  for (const std::string& query : queries) {
+    INFO("query: " << query);
+    CliResult flag = RunWithEnv({"run", "--records", records, "--bus", host + query}, password_env);
+    INFO(flag.output);
+    CHECK(flag.exit_code == 64);
+    CHECK(Contains(flag.output, "--bus: a query string or fragment in a URL is refused"));
+    CHECK_FALSE(Contains(flag.output, secret));
+
+    CliResult env = RunWithEnv({"run", "--records", records},
+                               {password_env[0], "MESH_RECONCILER_BUS=" + host + query});
+    INFO(env.output);
+    CHECK(env.exit_code == 64);
+    CHECK_FALSE(Contains(env.output, secret));
+
+    CliResult plan = RunWithEnv({"plan", records, "--bus", host + query}, password_env);
+    INFO(plan.output);
+    CHECK(plan.exit_code == 64);
+    CHECK_FALSE(Contains(plan.output, secret));
+
+    CliResult monitor = RunWithEnv(
+        {"run", "--records", records, "--bus", host, "--monitor", "http://127.0.0.1:1" + query},
+        password_env);
+    INFO(monitor.output);
+    CHECK(monitor.exit_code == 64);
+    CHECK(Contains(monitor.output, "--monitor: a query string or fragment in a URL is refused"));
+    CHECK_FALSE(Contains(monitor.output, secret));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
