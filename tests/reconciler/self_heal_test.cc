@@ -258,5 +258,66 @@ TEST_CASE("Credentials in a bus or monitor URL's query string are refused, never
   std::filesystem::remove_all(dir);
 }
 
+// ---------- 7. the admin token's minimum ----------
+
+TEST_CASE("A weak or empty admin token is refused at start, saying how to make one",
+          "[faults][daemon]") {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-token");
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string token = dir + "/token";
+  const std::string bus = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+  const std::vector<std::string> run = {"run",          "--records", records,    "--bus",      bus,
+                                        "--token-file", token,       "--listen", "127.0.0.1:0"};
+  struct Weak {
+    std::string content;
+    std::string says;
+  };
+  const std::vector<Weak> weak = {
+      {"tiny9\n", "the token is too short"},
+      {"a b\n", "the token is too short"},
+      {std::string(31, 'k') + "\n", "the token is too short"},
+      {"0123456789abcdef 0123456789abcdef\n", "has whitespace or a control character inside"},
+      {std::string(64, 'x') + "\n", "has too few different characters"},
+      {"abababababababababababababababababab\n", "has too few different characters"},
+      {"\n", "is empty: it holds no token"},
+      {"", "is empty: it holds no token"},
+  };
+  for (const Weak& w : weak) {
+    INFO("token file holds \"" << w.content << "\"");
+    WriteFile(token, w.content);
+    CliResult refused = RunWithEnv(run, password_env);
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK(Contains(refused.output, w.says));
+    CHECK(Contains(refused.output, "openssl rand -hex 32 > " + token));
+    const std::string stripped = w.content.substr(0, w.content.find('\n'));
+    if (stripped.size() > 3) CHECK_FALSE(Contains(refused.output, stripped));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A reload to a weak admin token keeps refusing POSTs and says why",
+          "[faults][daemon][integration]") {
+  Healing f;
+  REQUIRE(f.PostStatus(kToken) == 200);
+  ReplaceFile(f.token_path_, "short\n");
+  REQUIRE(WaitFor([&] { return f.PostStatus(kToken) == 403; }));
+  CHECK(f.PostStatus("short") == 403);
+  auto reply = f.daemon_->Post("/release", "short", seconds(10));
+  REQUIRE(reply.ok());
+  CHECK(Contains(reply->body, "the token file holds no usable token"));
+  CHECK(Contains(f.daemon_->log(), "the token is too short"));
+  CHECK(Contains(f.daemon_->log(), "openssl rand -hex 32"));
+  // An empty file says so; a good token turns the POSTs on again.
+  ReplaceFile(f.token_path_, "\n");
+  REQUIRE(WaitFor([&] { return Contains(f.daemon_->log(), "is empty: it holds no token"); }));
+  CHECK(f.PostStatus(kToken) == 403);
+  ReplaceFile(f.token_path_, std::string(kOtherToken) + "\n");
+  REQUIRE(WaitFor([&] { return f.PostStatus(kOtherToken) == 200; }));
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
