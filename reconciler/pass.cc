@@ -3,6 +3,8 @@
 // clock and does no I/O.
 #include "reconciler/pass.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -266,7 +268,9 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
-  const PlanOptions options{settings.prune, settings.users_file};
+  // The users file is ours: owned by the uid we run as (a rewrite makes it so).
+  const PlanOptions options{settings.prune, settings.users_file,
+                            static_cast<int64_t>(geteuid())};
   if (lease) {
     cluster_size = observers::JetStreamClusterSize(*observed);
     report.lease = LeaseRound(pass_id);

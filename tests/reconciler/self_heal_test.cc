@@ -319,5 +319,64 @@ TEST_CASE("A reload to a weak admin token keeps refusing POSTs and says why",
   REQUIRE(WaitFor([&] { return f.PostStatus(kOtherToken) == 200; }));
 }
 
+// ---------- 5. the users file's mode, owner and kind ----------
+
+TEST_CASE("The users file's mode, owner and a symlink in its place: woken, reported, repaired",
+          "[faults][daemon][integration]") {
+  Healing f;
+  f.WaitConverged();
+  REQUIRE(UsersFileAsOwned(f.users_file()));
+  const std::string users = f.users_file();
+  const std::string rendered = ReadFile(users);
+  // Held: the watcher's pass reports the drift and repairs nothing, which shows that the change
+  // woke a pass (the interval is an hour) and what it found. Released: repaired.
+  auto hold = [&] { REQUIRE(f.daemon_->Post("/hold?for=10m", kToken).ok()); };
+  auto release_and_wait_repaired = [&] {
+    REQUIRE(f.PostStatus(kToken) == 200);
+    INFO(f.daemon_->log());
+    REQUIRE(WaitFor([&] { return UsersFileAsOwned(users); }));
+    CHECK(ReadFile(users) == rendered);
+    f.WaitConverged();
+  };
+  auto wait_reported = [&](const std::string& found) {
+    std::string drift;
+    const bool reported = WaitFor([&] {
+      drift = f.Drift();
+      return Contains(drift, found);
+    });
+    INFO(drift);
+    REQUIRE(reported);
+  };
+
+  SECTION("chmod 644") {
+    hold();
+    REQUIRE(chmod(users.c_str(), 0644) == 0);
+    wait_reported("\"0644\"");
+    CHECK((LinkStat(users).st_mode & 07777) == 0644);  // held: left alone
+    release_and_wait_repaired();
+  }
+  SECTION("chown to another uid") {
+    hold();
+    REQUIRE(chown(users.c_str(), geteuid() + 4242, static_cast<gid_t>(-1)) == 0);
+    wait_reported("\"uid " + std::to_string(geteuid() + 4242) + "\"");
+    release_and_wait_repaired();
+  }
+  SECTION("a symbolic link to a world-readable file elsewhere") {
+    const std::string elsewhere_dir = mesh::testing::MakeTempDir("mesh-heal-elsewhere");
+    const std::string elsewhere = elsewhere_dir + "/users.conf";
+    WriteFile(elsewhere, rendered);
+    REQUIRE(chmod(elsewhere.c_str(), 0644) == 0);
+    hold();
+    const std::string link = users + ".link";
+    REQUIRE(symlink(elsewhere.c_str(), link.c_str()) == 0);
+    std::filesystem::rename(link, users);
+    wait_reported("symbolic link");
+    release_and_wait_repaired();
+    CHECK(S_ISREG(LinkStat(users).st_mode));
+    CHECK(ReadFile(elsewhere) == rendered);  // the other file is not ours: left as it was
+    std::filesystem::remove_all(elsewhere_dir);
+  }
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
