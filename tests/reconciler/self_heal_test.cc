@@ -378,5 +378,51 @@ TEST_CASE("The users file's mode, owner and a symlink in its place: woken, repor
   }
 }
 
+// ---------- 1. the users file repaired while the server is down or refuses us ----------
+
+TEST_CASE("A broken or deleted users file while nats-server is down is repaired first",
+          "[faults][daemon][integration]") {
+  Healing f;
+  f.WaitConverged();
+  const std::string users = f.users_file();
+  const std::string rendered = ReadFile(users);
+  f.mesh_.server->Stop();
+
+  SECTION("garbage") {
+    ReplaceFile(users, "garbage {{{\n");
+  }
+  SECTION("deleted") {
+    std::filesystem::remove(users);
+  }
+
+  // The server cannot be observed, yet the pass rewrites the file (its reload fails: no server).
+  Result<PassReport> report = f.Reconcile();
+  INFO(f.daemon_->log());
+  REQUIRE(report.ok());
+  CHECK_FALSE(report->status.ok());
+  bool written = false;
+  for (const ActionOutcome& o : report->outcomes) {
+    written |= o.action.kind == ActionKind::kWriteUsersFile && o.outcome == Outcome::kDone;
+  }
+  CHECK(written);
+  CHECK(ReadFile(users) == rendered);
+  CHECK(UsersFileAsOwned(users));
+  // The server starts with that file (with the broken one it could not), and the daemon
+  // converges on it.
+  f.mesh_.server->Restart();
+  f.WaitConverged();
+}
+
+TEST_CASE("A rotated reconciler password is written to the users file although the bus refuses it",
+          "[faults][daemon][integration]") {
+  // The server knows the old password (the mesh's users file); the daemon starts with a new one.
+  Healing f("test-only-rotated-reconciler-password");
+  const std::string old_file = ReadFile(f.users_file());
+  f.WaitConverged();
+  CHECK(ReadFile(f.users_file()) != old_file);
+  CHECK(Contains(f.daemon_->log(), "Authorization Violation"));
+  CHECK_FALSE(Contains(f.daemon_->log(), "test-only-rotated-reconciler-password"));
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
