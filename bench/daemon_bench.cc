@@ -37,7 +37,7 @@ using mesh::testing::kBenchCost;
 using mesh::testing::kBenchPassword;
 using mesh::testing::kBenchUser;
 
-constexpr char kToken[] = "bench-only-admin-token";
+constexpr char kToken[] = "bench-only-admin-token-8d2f6a0c4e91";
 
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "daemon_bench: %s\n", why.c_str());

@@ -70,7 +70,7 @@ class SinkRegistry {
 std::string ConnectedUrl(natsConnection* nc) {
   char buffer[512] = {0};
   if (natsConnection_GetConnectedUrl(nc, buffer, sizeof buffer) != NATS_OK) return "";
-  return StripUserInfo(buffer);
+  return UrlForMessages(buffer);
 }
 
 void OnDisconnected(natsConnection*, void* closure) {
@@ -130,9 +130,22 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   Impl& impl = *bus->impl_;
   impl.settings = settings;
   std::vector<std::string> urls;
-  for (const std::string& url : settings.urls) urls.push_back(StripUserInfo(url));
-  impl.address = JoinAddresses(urls);
+  std::vector<std::string> shown;  // for messages: never a query string
+  for (const std::string& url : settings.urls) {
+    urls.push_back(StripUserInfo(url));
+    shown.push_back(UrlForMessages(url));
+  }
+  impl.address = JoinAddresses(shown);
   if (urls.empty()) return Status(Errc::kInvalidArgument, "no bus address configured");
+  for (const std::string& url : settings.urls) {
+    // A query may carry credentials (?user=u&pass=S): refused like userinfo, never sent or shown.
+    if (HasQueryOrFragment(url)) {
+      return Status(Errc::kInvalidArgument,
+                    "bus address " + UrlForMessages(url) +
+                        ": a query string or fragment is refused (it may carry credentials; "
+                        "give the user and password as settings)");
+    }
+  }
   const std::string context = "connect to " + impl.address;
   const TlsMode tls_mode = TlsModeOf(settings);
   if (tls_mode == TlsMode::kPinned) {

@@ -35,10 +35,16 @@ struct ObservedJetStream {
 
 struct ObservedUsersFile {
   enum class State { kAbsent, kUnreadable, kPresent };
+  // What the path itself is. A symbolic link is never followed (its target may be anybody's
+  // file, world-readable): it is reported as such, with no bytes.
+  enum class Kind { kRegularFile, kSymlink };
   State state = State::kAbsent;
-  std::string bytes;          // when kPresent
-  int64_t mtime_unix_ns = 0;  // when kPresent
-  std::string error;          // when kUnreadable: why (no secret content)
+  std::string bytes;               // when kPresent and a regular file
+  int64_t mtime_unix_ns = 0;       // when kPresent and a regular file
+  std::string error;               // when kUnreadable: why (no secret content)
+  Kind kind = Kind::kRegularFile;  // when kPresent
+  uint32_t mode = 0;               // permission bits (st_mode & 07777), when a regular file
+  int64_t owner_uid = -1;          // st_uid, when a regular file
 };
 
 struct ObservedServer {

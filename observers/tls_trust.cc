@@ -231,7 +231,7 @@ Result<std::shared_ptr<const TlsObservations>> InstallTlsTrust(natsOptions* opti
 Result<CertificateFacts> FetchPresentedCertificate(const std::string& url,
                                                    std::chrono::milliseconds timeout) {
   std::optional<ServerAddress> address = ParseServerAddress(url);
-  if (!address) return Status(Errc::kInvalidArgument, "not a bus address: " + StripUserInfo(url));
+  if (!address) return Status(Errc::kInvalidArgument, "not a bus address: " + UrlForMessages(url));
   const std::string& where = address->url;
 
   net::io_context ioc;
@@ -322,7 +322,7 @@ Status PreflightPinned(const std::vector<std::string>& urls, const std::string& 
       const std::optional<ServerAddress> address = ParseServerAddress(url);
       return Status(
           Errc::kRefused,
-          (address ? address->url : StripUserInfo(url)) +
+          (address ? address->url : UrlForMessages(url)) +
               " presented a certificate other than the pinned one " + pin_file +
               " (MESH_BROKER_CERTIFICATE): SHA-256 fingerprint did not match: "
               "expected " +

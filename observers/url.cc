@@ -16,7 +16,20 @@ std::string StripUserInfo(std::string_view url) {
   return stripped;
 }
 
+bool HasQueryOrFragment(std::string_view url) {
+  return url.find_first_of("?#") != std::string_view::npos;
+}
+
+std::string UrlForMessages(std::string_view url) {
+  std::string stripped = StripUserInfo(url);
+  if (const size_t cut = stripped.find_first_of("?#"); cut != std::string::npos) {
+    stripped.erase(cut);
+  }
+  return stripped;
+}
+
 std::optional<ServerAddress> ParseServerAddress(std::string_view url) {
+  if (HasQueryOrFragment(url)) return std::nullopt;  // may carry credentials: never an address
   const std::string stripped = StripUserInfo(url);
   std::string_view rest = stripped;
   std::string scheme = "nats";

@@ -13,6 +13,16 @@ namespace mesh::observers {
 // "nats://user:pass@host:4222" -> "nats://host:4222"; a URL without userinfo is unchanged.
 std::string StripUserInfo(std::string_view url);
 
+// True when the URL carries a query string or a fragment ('?' or '#' anywhere after the
+// scheme). A bus or monitoring address never needs one, and a query may carry credentials
+// (`?user=u&pass=S`, `?token=...`, `?nkey=...`, `?jwt=...`): such URLs are refused, like
+// userinfo, and never written to a message or a log.
+bool HasQueryOrFragment(std::string_view url);
+
+// The URL as it may appear in a message or a log: userinfo, query and fragment dropped
+// ("nats://u:p@host:4222/?pass=S" -> "nats://host:4222/").
+std::string UrlForMessages(std::string_view url);
+
 // A bus server's address: "nats://[user:pass@]host[:port]", "tls://host:port" or "host:port"
 // (port 4222 when absent); an IPv6 host is written in brackets. The userinfo is dropped.
 struct ServerAddress {

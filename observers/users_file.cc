@@ -24,10 +24,16 @@ ObservedUsersFile Unreadable(const std::string& path, const char* what, const ch
 
 ObservedUsersFile ObserveUsersFile(const std::string& path) {
   ObservedUsersFile file;
-  // O_NONBLOCK: a FIFO in the file's place must not hang the observer.
-  UniqueFd fd(new int(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)));
+  // O_NONBLOCK: a FIFO in the file's place must not hang the observer. O_NOFOLLOW: a symbolic
+  // link is reported, never read through (ELOOP).
+  UniqueFd fd(new int(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)));
   if (*fd < 0) {
     if (errno == ENOENT) return file;  // kAbsent: data, not an error
+    if (errno == ELOOP) {
+      file.state = ObservedUsersFile::State::kPresent;
+      file.kind = ObservedUsersFile::Kind::kSymlink;
+      return file;
+    }
     return Unreadable(path, "open", std::strerror(errno));
   }
   // fstat on the open descriptor: the bytes and the time describe the same file even while it
@@ -49,6 +55,8 @@ ObservedUsersFile ObserveUsersFile(const std::string& path) {
   file.bytes = std::move(bytes);
   file.mtime_unix_ns =
       static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec;
+  file.mode = static_cast<uint32_t>(info.st_mode & 07777);
+  file.owner_uid = static_cast<int64_t>(info.st_uid);
   return file;
 }
 

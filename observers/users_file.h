@@ -1,5 +1,5 @@
-// Reads the users file on disk: absent, unreadable, or its bytes and modification time.
-// Only reads. Thread-safety: free function.
+// Reads the users file on disk: absent, unreadable, a symbolic link (never followed), or its
+// bytes, modification time, mode and owner. Only reads. Thread-safety: free function.
 #pragma once
 
 #include <string>

@@ -26,7 +26,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -35,6 +34,7 @@
 
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
+#include "observers/regular_file.h"
 #include "observers/unique_fd.h"
 
 namespace mesh::reconciler {
@@ -299,11 +299,10 @@ Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
 }
 
 Status SignalReload(const std::string& pid_file) {
-  std::ifstream in(pid_file);
-  if (!in) return Status(Errc::kIo, "cannot read pid file " + pid_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
+  // Without blocking: a FIFO in the pid file's place is refused, not waited on.
+  Result<std::string> read = observers::ReadRegularFile(pid_file, "pid file", 4096);
+  if (!read.ok()) return read.status();
+  const std::string& content = *read;
   size_t begin = content.find_first_not_of(" \t\r\n");
   size_t end = content.find_last_not_of(" \t\r\n");
   const std::string digits =

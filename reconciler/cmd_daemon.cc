@@ -41,6 +41,7 @@ class DaemonHttpState : public HttpState {
     return loop_.last_report_json();
   }
   std::optional<std::string> TokenDigest() const override { return token_.digest(); }
+  bool TokenFileConfigured() const override { return token_.enabled(); }
   Result<std::string> ForcePass() const override {
     Result<PassReport> report = loop_.RequestPass(kForcedPassTimeout);
     if (!report.ok()) return report.status();

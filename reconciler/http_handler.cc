@@ -216,6 +216,11 @@ HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
   }
   if (route->access == Access::kToken) {
     const std::optional<std::string> expected = state.TokenDigest();
+    if (!expected && state.TokenFileConfigured()) {
+      return Text(403,
+                  "admin endpoints are disabled: the token file holds no usable token (empty, "
+                  "weak or unreadable; the daemon's log says why)");
+    }
     if (!expected) {
       return Text(403, "admin endpoints are disabled: start the daemon with --token-file");
     }

@@ -62,6 +62,9 @@ class HttpState {
   virtual std::shared_ptr<const std::string> LastReportJson() const = 0;
   // The SHA-256 digest (32 raw bytes) of the admin token; nullopt when none is configured.
   virtual std::optional<std::string> TokenDigest() const = 0;
+  // Whether a token file was configured (--token-file): then a missing digest means its token
+  // is unusable (empty, weak, unreadable), which the 403 says instead of "no --token-file".
+  virtual bool TokenFileConfigured() const { return false; }
   // Blocks until a pass that started after the call has finished: that pass's report as JSON.
   virtual Result<std::string> ForcePass() const = 0;
   virtual Result<HoldState> Hold(std::chrono::milliseconds duration) const = 0;

@@ -3,6 +3,8 @@
 // clock and does no I/O.
 #include "reconciler/pass.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -68,6 +70,10 @@ struct Reconciler::Impl {
   bool Render(PassReport& report);
   Status Connect(uint64_t pass_id);
   Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate);
+  // When the bus cannot be observed (server down or not ready, our password refused): the
+  // users file is a local file we own, so it is still planned and repaired on its own, since a
+  // broken one may be exactly why the server is down or refuses us.
+  void RepairUsersFileAlone(PassReport& report);
   // One lease round at `now`, logging a change of role; the new state.
   LeaseState LeaseRound(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
@@ -263,10 +269,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   Result<observers::ObservedState> observed = Observe(pass_id, ReadinessGate::kRequired);
   if (!observed.ok()) {
     report.status = observed.status();
+    if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
     Finish(report, started);
     return report;
   }
-  const PlanOptions options{settings.prune, settings.users_file};
+  // The users file is ours: owned by the uid we run as (a rewrite makes it so).
+  const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
   if (lease) {
     cluster_size = observers::JetStreamClusterSize(*observed);
     report.lease = LeaseRound(pass_id);
@@ -294,6 +302,50 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   Finish(report, started);
   return report;
+}
+
+namespace {
+
+// The users-file part of a plan: its drift entries and actions only.
+PlanResult UsersFilePart(PlanResult plan) {
+  PlanResult part;
+  for (DriftEntry& entry : plan.drift) {
+    if (entry.kind == ObjectKind::kUsersFile) part.drift.push_back(std::move(entry));
+  }
+  for (Action& action : plan.actions) {
+    if (KindOf(action.kind) == ObjectKind::kUsersFile) part.actions.push_back(std::move(action));
+  }
+  return part;
+}
+
+}  // namespace
+
+void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
+  if (settings.users_file.empty() || rendered.bytes.empty()) return;
+  // Nothing of the server is known: no reload is planned for a file already as rendered (the
+  // next pass that reaches the server checks that it loaded it).
+  const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
+  auto plan_file = [&] {
+    observers::ObservedState observed;
+    observed.users_file = observers::ObserveUsersFile(settings.users_file);
+    return UsersFilePart(Plan(desired, rendered, observed, options));
+  };
+  report.plan = plan_file();
+  report.remaining = report.plan.drift;
+  if (report.plan.actions.empty()) return;
+  Log(LogLevel::kInfo, report.pass_id, "the bus cannot be observed; repairing the users file",
+      {{"reason", report.status.message()}});
+  const ApplyTargets targets{nullptr, settings.users_file, settings.pid_file, settings.monitor_url};
+  report.outcomes = Apply(report.plan.actions, targets);
+  for (const ActionOutcome& o : report.outcomes) {
+    const bool bad = o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused;
+    Log(bad ? LogLevel::kWarn : LogLevel::kInfo, report.pass_id, "action",
+        {{"action", ToString(o.action.kind)},
+         {"name", o.action.name},
+         {"outcome", ToString(o.outcome)},
+         {"detail", o.detail}});
+  }
+  report.remaining = plan_file().drift;
 }
 
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {

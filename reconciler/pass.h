@@ -46,7 +46,9 @@ struct PassReport {
   ApplyMode mode = ApplyMode::kApply;
   bool held = false;  // observe-only because on-call holds the reconciler
   // Ok, or why the pass could not plan at all (records never valid, bus unreachable, server
-  // not ready). Failed actions do not make this non-ok; see `outcomes`.
+  // not ready). Failed actions do not make this non-ok; see `outcomes`. When the bus could not
+  // be observed, `plan`, `outcomes` and `remaining` still hold the users file's part: it is
+  // local, and repaired whether or not the server answers.
   Status status;
   bool records_valid = false;
   std::vector<std::string> records_errors;   // of the current file, when invalid

@@ -11,6 +11,7 @@
 #include "reconciler/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
@@ -128,6 +129,14 @@ bool Touches(const std::vector<FieldDiff>& fields, std::initializer_list<const c
   return false;
 }
 
+constexpr uint32_t kUsersFileMode = 0600;
+
+std::string Octal(uint32_t mode) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode));
+  return text;
+}
+
 // Which principals' entries differ between the rendering and the file found on disk. Only
 // "present" / "absent" / "differs": never a hash or any other entry content.
 std::vector<FieldDiff> DiffUsersFile(const model::RenderedUsersFile& rendered,
@@ -237,9 +246,23 @@ class Planner {
         entry.fields.push_back({"file", "readable", "unreadable: " + file.error});
         break;
       case observers::ObservedUsersFile::State::kPresent:
-        if (file.bytes != rendered_.bytes) {
+        if (file.kind == observers::ObservedUsersFile::Kind::kSymlink) {
           entry.state = DriftState::kDiffers;
-          entry.fields = DiffUsersFile(rendered_, file.bytes);
+          entry.fields.push_back({"file", "regular file", "symbolic link"});
+          break;
+        }
+        if (file.bytes != rendered_.bytes) entry.fields = DiffUsersFile(rendered_, file.bytes);
+        // The hashes are secrets: only the reconciler (and nats-server, running as the same
+        // user) may read them.
+        if (file.mode != kUsersFileMode) {
+          entry.fields.push_back({"mode", Octal(kUsersFileMode), Octal(file.mode)});
+        }
+        if (options_.users_file_owner_uid && file.owner_uid != *options_.users_file_owner_uid) {
+          entry.fields.push_back({"owner", "uid " + std::to_string(*options_.users_file_owner_uid),
+                                  "uid " + std::to_string(file.owner_uid)});
+        }
+        if (!entry.fields.empty()) {
+          entry.state = DriftState::kDiffers;
         } else if (NotLoaded()) {
           entry.state = DriftState::kDiffers;
           entry.fields.push_back({"server", "loaded", "not loaded by the server"});

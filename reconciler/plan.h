@@ -86,6 +86,10 @@ struct Action {
 struct PlanOptions {
   Prune prune = Prune::kNo;
   std::string users_file_path;  // names the users-file drift entry; empty: users file unmanaged
+  // The users file must be a regular file (not a symbolic link) with mode 0600, owned by this
+  // uid (the reconciler's own): anything else is drift, repaired by a rewrite. nullopt: the
+  // owner is not checked (the mode and the kind still are).
+  std::optional<int64_t> users_file_owner_uid = std::nullopt;
 };
 
 struct PlanResult {

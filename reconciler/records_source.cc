@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "observers/unique_fd.h"
+#include "observers/regular_file.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -44,14 +44,11 @@ bool SameVersion(const struct stat& a, const struct stat& b) {
 Result<model::ParseOutcome> LoadRecords(const std::string& path,
                                         const std::string& reconciler_user) {
   if (path.empty()) return Status(Errc::kInvalidArgument, "no records file given (--records)");
-  observers::UniqueFd fd(new int(::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
-  if (*fd < 0) {
-    return Status(Errc::kIo, "cannot open records " + path + ": " + std::strerror(errno));
-  }
-  struct stat st {};
-  if (::fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Status(Errc::kIo, "records " + path + " is not a regular file");
-  }
+  // Without blocking: a FIFO in the records' place is refused, not waited on for ever.
+  Result<observers::OpenedFile> opened = observers::OpenRegularFile(path, "records");
+  if (!opened.ok()) return opened.status();
+  const observers::UniqueFd& fd = opened->fd;
+  struct stat st = opened->info;
   // Written in place a moment ago: wait until it has been left alone (a mtime in the future
   // cannot be judged; the comparison after the read still applies).
   const auto settle_until = std::chrono::steady_clock::now() + kSettleLimit;

@@ -1,10 +1,12 @@
 #include "reconciler/settings.h"
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+
+#include "observers/regular_file.h"
+#include "observers/url.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -47,6 +49,12 @@ const std::map<std::string, FlagSpec>& Flags() {
               return "--bus: credentials in a URL are refused; use --user and "
                      "MESH_RECONCILER_PASSWORD or --password-file";
             }
+            // ?user=u&pass=S, ?token=..., or any query at all: refused, and never echoed.
+            if (observers::HasQueryOrFragment(url)) {
+              return "--bus: a query string or fragment in a URL is refused (it may carry "
+                     "credentials; the URL is not shown); use --user and "
+                     "MESH_RECONCILER_PASSWORD or --password-file";
+            }
           }
           return {};
         }}},
@@ -64,7 +72,13 @@ const std::map<std::string, FlagSpec>& Flags() {
         [](Settings& s, const std::string& v) { return SetString(s.pid_file, v); }}},
       {"monitor",
        {FlagKind::kString,
-        [](Settings& s, const std::string& v) { return SetString(s.monitor_url, v); }}},
+        [](Settings& s, const std::string& v) -> std::string {
+          if (observers::HasQueryOrFragment(v)) {
+            return "--monitor: a query string or fragment in a URL is refused (it may carry "
+                   "credentials; the URL is not shown)";
+          }
+          return SetString(s.monitor_url, v);
+        }}},
       {"ca-file",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.bus.ca_file, v); }}},
@@ -181,12 +195,13 @@ bool EnvTrue(const char* value) {
   return v == "1" || v == "true" || v == "yes";
 }
 
+constexpr size_t kMaxSecretBytes = 4096;
+
+// Without blocking: a FIFO in the file's place is refused, not waited on.
 Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(Errc::kIo, std::string(what) + ": cannot read " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string value = buffer.str();
+  Result<std::string> read = observers::ReadRegularFile(path, what, kMaxSecretBytes);
+  if (!read.ok()) return read.status();
+  std::string value = std::move(*read);
   while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
   return value;
 }

@@ -15,7 +15,10 @@
 namespace mesh::reconciler {
 namespace {
 
-constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE;
+// IN_ATTRIB: a chmod or chown of a watched file is a change too (the users file's mode and
+// owner are drift). IN_CREATE: a symbolic link made in a file's place (no close-for-write).
+constexpr uint32_t kMask =
+    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_CREATE;
 constexpr const char* kKubernetesDataLink = "..data";
 
 }  // namespace

@@ -3,8 +3,10 @@
 // swapping the "..data" link of a mounted ConfigMap or Secret), which a watch on the file itself
 // would miss; so the watch is on each file's parent folder (inotify), filtered by name.
 //
-// An event is a completed write (IN_CLOSE_WRITE), a rename into or out of the folder, or a
-// deletion, of the file itself or of "..data" in its folder. Partial writes do not wake.
+// An event is a completed write (IN_CLOSE_WRITE), a rename into or out of the folder, a
+// deletion, a creation (e.g. a symbolic link made in the file's place) or a change of mode or
+// owner (IN_ATTRIB: chmod, chown), of the file itself or of "..data" in its folder. Partial
+// writes do not wake.
 //
 // Ownership: FileWatcher owns its inotify descriptor, an eventfd used to stop it, and one
 // thread that runs the callbacks. Thread-safety: callbacks run on that thread and must not

@@ -58,7 +58,7 @@ bus="nats://127.0.0.1:$port"
 monitor="http://127.0.0.1:$monitor_port"
 listen="127.0.0.1:$http_port"
 records="$root/examples/records.json"
-( umask 077; openssl rand -hex 24 > "$demo/reconciler.password"; openssl rand -hex 24 > "$demo/admin.token" )
+( umask 077; openssl rand -hex 24 > "$demo/reconciler.password"; openssl rand -hex 32 > "$demo/admin.token" )
 
 cat > "$demo/nats.conf" <<CONF
 server_name: demo

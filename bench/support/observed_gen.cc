@@ -13,6 +13,7 @@ observers::ObservedState ConvergedObservation(const model::DesiredState& desired
   observed.users_file.state = observers::ObservedUsersFile::State::kPresent;
   observed.users_file.bytes = users_file_bytes;
   observed.users_file.mtime_unix_ns = kConvergedUsersFileMtimeNs;
+  observed.users_file.mode = 0600;  // as the reconciler writes it
   observed.server.monitor_configured = true;
   observed.server.reachable = true;
   observed.server.healthy = true;

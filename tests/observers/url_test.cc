@@ -16,6 +16,21 @@ TEST_CASE("StripUserInfo removes credentials and nothing else", "[observers]") {
   CHECK(StripUserInfo("") == "");
 }
 
+TEST_CASE("A query string or fragment is suspect: found, and cut from messages", "[observers]") {
+  for (const char* url : {"nats://host:4222/?user=u&pass=S", "nats://host:4222?token=S",
+                          "nats://host/?nkey=S", "nats://host/?jwt=S", "nats://host/?password=S",
+                          "nats://host:4222/?x=1", "nats://host:4222#S", "host:4222?pass=S"}) {
+    INFO(url);
+    CHECK(HasQueryOrFragment(url));
+    CHECK(UrlForMessages(url).find('S') == std::string::npos);
+    CHECK_FALSE(ParseServerAddress(url));
+  }
+  CHECK_FALSE(HasQueryOrFragment("nats://host:4222"));
+  CHECK_FALSE(HasQueryOrFragment("nats://host:4222/"));
+  CHECK(UrlForMessages("nats://u:p@host:4222/?pass=S") == "nats://host:4222/");
+  CHECK(UrlForMessages("nats://host:4222") == "nats://host:4222");
+}
+
 TEST_CASE("ParseServerAddress reads host and port, drops credentials", "[observers]") {
   auto a = ParseServerAddress("nats://user:secret@bus.example:4333");
   REQUIRE(a);

@@ -47,6 +47,32 @@ TEST_CASE("A present users file gives its bytes and modification time", "[observ
   CHECK(empty.bytes.empty());
 }
 
+TEST_CASE("The users file's mode and owner are observed; a symlink is never followed",
+          "[observers]") {
+  TempDir dir;
+  const std::string path = dir.path + "/users.conf";
+  testing::WriteFile(path, "password: secret-content");
+  REQUIRE(chmod(path.c_str(), 0640) == 0);
+  ObservedUsersFile file = ObserveUsersFile(path);
+  CHECK(file.state == State::kPresent);
+  CHECK(file.kind == ObservedUsersFile::Kind::kRegularFile);
+  CHECK(file.mode == 0640);
+  CHECK(file.owner_uid == static_cast<int64_t>(geteuid()));
+
+  const std::string elsewhere = dir.path + "/elsewhere.conf";
+  testing::WriteFile(elsewhere, "password: secret-content");
+  std::filesystem::remove(path);
+  REQUIRE(symlink(elsewhere.c_str(), path.c_str()) == 0);
+  ObservedUsersFile link = ObserveUsersFile(path);
+  CHECK(link.state == State::kPresent);
+  CHECK(link.kind == ObservedUsersFile::Kind::kSymlink);
+  CHECK(link.bytes.empty());  // not read through the link
+
+  std::filesystem::remove(path);
+  REQUIRE(symlink((dir.path + "/dangling").c_str(), path.c_str()) == 0);
+  CHECK(ObserveUsersFile(path).kind == ObservedUsersFile::Kind::kSymlink);
+}
+
 TEST_CASE("An unreadable users file says why without its content", "[observers]") {
   TempDir dir;
   SECTION("a directory in its place") {

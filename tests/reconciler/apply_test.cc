@@ -144,6 +144,10 @@ TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process
   const std::string pid_file = dir.path + "/nats.pid";
 
   CHECK(SignalReload(pid_file).message().find("cannot read pid file") != std::string::npos);
+  // A FIFO in its place is refused at once, never waited on.
+  REQUIRE(mkfifo(pid_file.c_str(), 0600) == 0);
+  CHECK(SignalReload(pid_file).message().find("is not a regular file") != std::string::npos);
+  std::filesystem::remove(pid_file);
   for (const char* garbage : {"", "abc", "12abc", "-5", "0", "1", "99999999999999"}) {
     WriteFile(pid_file, garbage);
     INFO("pid file holds \"" << garbage << "\"");

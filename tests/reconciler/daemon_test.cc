@@ -20,7 +20,8 @@ using mesh::testing::WaitFor;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kAdminToken[] = "daemon-test-admin-token";
+constexpr char kAdminToken[] = "daemon-test-admin-token-5f0c8e2a9b7d41";
+constexpr char kRotatedToken[] = "daemon-test-rotated-token-b41e7c93d05a";
 constexpr auto kRepairDeadline = seconds(20);
 constexpr auto kShutdownDeadline = seconds(5);
 
@@ -444,12 +445,12 @@ TEST_CASE("The admin token is re-read when its file changes", "[daemon][integrat
     return reply.ok() ? reply->status : 0;
   };
   CHECK(with(kAdminToken) == 200);
-  ReplaceFile(f.token_path_, "rotated-token\n");
-  REQUIRE(WaitFor([&] { return with("rotated-token") == 200; }));
+  ReplaceFile(f.token_path_, std::string(kRotatedToken) + "\n");
+  REQUIRE(WaitFor([&] { return with(kRotatedToken) == 200; }));
   CHECK(with(kAdminToken) == 401);
   // An empty token file turns the POSTs off (fail closed) until fixed.
   ReplaceFile(f.token_path_, "\n");
-  REQUIRE(WaitFor([&] { return with("rotated-token") == 403; }));
+  REQUIRE(WaitFor([&] { return with(kRotatedToken) == 403; }));
   f.Stop();
 }
 

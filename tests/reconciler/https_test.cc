@@ -424,7 +424,7 @@ TEST_CASE("hold and release reach an HTTPS daemon that --ca-file trusts", "[http
                            R"({"version": 1, "mesh": "demo",
                                "controller": {"user": "mesh-controller", "password": "pw"}})");
   const std::string token_file = pki.dir + "/admin.token";
-  mesh::testing::WriteFile(token_file, "https-test-token\n");
+  mesh::testing::WriteFile(token_file, "https-test-token-0e6b2d94c7a1f358\n");
   const std::string bus = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
   auto daemon = DaemonProcess::Start(
       {"--records", records, "--bus", bus, "--token-file", token_file, "--tls-cert", pki.cert_file,

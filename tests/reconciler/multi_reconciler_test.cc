@@ -19,7 +19,7 @@ namespace {
 using mesh::testing::WaitFor;
 using std::chrono::seconds;
 
-constexpr char kAdminToken[] = "multi-reconciler-test-token";
+constexpr char kAdminToken[] = "multi-reconciler-test-token-3c9a7e1f";
 constexpr char kLeaseHolder[] = "mesh_reconciler_lease_holder";
 constexpr char kStreamCreated[] = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
 constexpr char kStreamCreates[] =

@@ -255,6 +255,58 @@ TEST_CASE("users file: unreadable, garbage, and per-principal differences", "[pl
   }
 }
 
+TEST_CASE("users file: its mode, owner and kind are drift, repaired by a rewrite", "[plan]") {
+  Fixture f;
+  f.options.users_file_owner_uid = 1000;
+  f.observed.users_file.owner_uid = 1000;
+  REQUIRE(f.Run().converged());
+
+  SECTION("a mode other than 0600") {
+    f.observed.users_file.mode = 0644;
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 1);
+    CHECK(plan.drift[0].state == DriftState::kDiffers);
+    CHECK(plan.drift[0].remedy == Remedy::kRewrite);
+    CHECK(plan.drift[0].fields == std::vector<FieldDiff>{{"mode", "0600", "0644"}});
+    REQUIRE(plan.actions.size() == 1);
+    CHECK(plan.actions[0].kind == ActionKind::kWriteUsersFile);
+    CHECK(plan.actions[0].users_file_bytes == f.rendered.bytes);
+  }
+  SECTION("another owner") {
+    f.observed.users_file.owner_uid = 0;
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 1);
+    CHECK(plan.drift[0].fields == std::vector<FieldDiff>{{"owner", "uid 1000", "uid 0"}});
+    CHECK(ActionNames(plan) == std::vector<std::string>{"write_users_file /etc/nats/users.conf"});
+  }
+  SECTION("the owner unchecked without an expected uid") {
+    f.observed.users_file.owner_uid = 0;
+    f.options.users_file_owner_uid.reset();
+    CHECK(f.Run().converged());
+  }
+  SECTION("content, mode and owner all at once: every field named") {
+    f.observed.users_file.bytes = "# a comment added by hand\n" + f.rendered.bytes;
+    f.observed.users_file.mode = 0666;
+    f.observed.users_file.owner_uid = 4242;
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 1);
+    CHECK(plan.drift[0].fields ==
+          std::vector<FieldDiff>{{"file", "as rendered", "differs outside the user entries"},
+                                 {"mode", "0600", "0666"},
+                                 {"owner", "uid 1000", "uid 4242"}});
+  }
+  SECTION("a symbolic link in its place") {
+    f.observed.users_file = {};
+    f.observed.users_file.state = ObservedUsersFile::State::kPresent;
+    f.observed.users_file.kind = ObservedUsersFile::Kind::kSymlink;
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 1);
+    CHECK(plan.drift[0].fields ==
+          std::vector<FieldDiff>{{"file", "regular file", "symbolic link"}});
+    CHECK(ActionNames(plan) == std::vector<std::string>{"write_users_file /etc/nats/users.conf"});
+  }
+}
+
 TEST_CASE("users file on disk as rendered but not loaded: reload only", "[plan]") {
   Fixture f;
   f.observed.server.config_load_time_unix_ns = test::kFileMtime - 1;

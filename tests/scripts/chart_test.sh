@@ -30,7 +30,7 @@ pids=()
 
 # Fake secrets: each must end up in Secrets only.
 readonly kPassword="fake-reconciler-password-5e1b"
-readonly kToken="fake-admin-token-c0d4"
+readonly kToken="fake-admin-token-c0d4-7a9e51b3f68d2c40"
 readonly kRecords="$root/tests/charts/records.json"
 mapfile -t record_passwords < <(grep -o '"password": *"[^"]*"' "$kRecords" | sed 's/.*: *"\(.*\)"/\1/')
 
@@ -163,6 +163,7 @@ contradictions_refused() {
     --set records.content=x --set records.existingSecret=y &&
   refused "adminToken: set either value or existingSecret, not both" \
     --set adminToken.value=x --set adminToken.existingSecret=y &&
+  refused "adminToken.value: shorter than 32 characters" --set adminToken.value=short-token &&
   refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true
 }
 

@@ -179,6 +179,9 @@ std::unique_ptr<NatsServer> NatsServer::Start(const NatsServerOptions& options) 
   }
   WriteFile(server->users_file(),
             options.users_conf.empty() ? std::string(kDefaultUsersConf) : options.users_conf);
+  // As the reconciler keeps it (another mode is drift that a first pass would repair).
+  std::filesystem::permissions(server->users_file(), std::filesystem::perms::owner_read |
+                                                         std::filesystem::perms::owner_write);
 
   std::ostringstream conf;
   conf << "server_name: " << Quoted(server->options_.server_name) << "\n"

@@ -100,6 +100,9 @@ Secret (kept across upgrades), else a new random one. Argument: (list $ "valuesK
 */}}
 {{- define "mesh.credentialData" -}}
 {{- $root := index . 0 }}{{ $v := index $root.Values (index . 1) }}{{ $chartKey := index . 2 }}
+{{- if and (eq (index . 1) "adminToken") $v.value (lt (len $v.value) 32) }}
+{{- fail "adminToken.value: shorter than 32 characters, which the sidecar refuses (make one with: openssl rand -hex 32)" }}
+{{- end }}
 {{- if $v.value }}
 {{- $v.value | b64enc }}
 {{- else }}
