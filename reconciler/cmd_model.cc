@@ -124,7 +124,7 @@ int RunRenderUsers(Settings& settings) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", hashes.status().message().c_str());
     return kExitError;
   }
-  auto rendered = model::RenderUsersFile(desired, *hashes);
+  auto rendered = model::RenderUsersFile(desired, *hashes, settings.users_scope);
   if (!rendered.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;

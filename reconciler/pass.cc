@@ -145,7 +145,7 @@ bool Reconciler::Impl::Render(PassReport& report) {
     report.status = hashes.status();
     return false;
   }
-  Result<model::RenderedUsersFile> file = model::RenderUsersFile(desired, *hashes);
+  Result<model::RenderedUsersFile> file = model::RenderUsersFile(desired, *hashes, settings.users_scope);
   if (!file.ok()) {
     report.status = file.status();
     return false;
