@@ -28,6 +28,10 @@
 //     }
 //   }
 //
+// With UsersScope::kAccount the `accounts {` line and its closing brace are left out and
+// everything inside is indented one level less: the file is the account entry alone, to be
+// included inside the operator's own `accounts` block.
+//
 // Every string is double-quoted: unquoted, "$JS.ACK..." or "$2b$..." is read by nats-server as a
 // variable reference and the whole file is refused.
 #include "model/users_file.h"
@@ -43,6 +47,10 @@ constexpr std::string_view kHeader =
     "# Managed by mesh-reconciler: rendered from the mesh records. Do not edit; every change\n"
     "# is overwritten. Passwords are bcrypt hashes. Principals without a credential are left\n"
     "# out (the reconciler's report names them).\n";
+
+constexpr std::string_view kAccountHeader =
+    "# This is the mesh's account entry only: include it inside the accounts block of the\n"
+    "# server's configuration, e.g. accounts { include \"mesh-account.conf\" OTHER: {...} }.\n";
 
 // A double-quoted string in nats-server configuration syntax (its lexer knows the escapes
 // t, n, r, quote, backslash and xHH).
@@ -105,18 +113,22 @@ void AppendDirection(std::string& out, int level, std::string_view direction,
   out += Indent(level) + "}\n";
 }
 
-constexpr int kUserLevel = 3;  // accounts { "<account>": { users: [ {
+// The indentation of a user's `{` line: accounts { "<account>": { users: [ {
+int UserLevel(UsersScope scope) {
+  return scope == UsersScope::kServer ? 3 : 2;
+}
 
-std::string RenderUser(const Principal& principal, const std::string& hash) {
+std::string RenderUser(const Principal& principal, const std::string& hash, UsersScope scope) {
+  const int level = UserLevel(scope);
   std::string out;
-  out += Indent(kUserLevel) + "{\n";
-  out += Indent(kUserLevel + 1) + "user: " + Quote(principal.user.str()) + "\n";
-  out += Indent(kUserLevel + 1) + "password: " + Quote(hash) + "\n";
-  out += Indent(kUserLevel + 1) + "permissions: {\n";
-  AppendDirection(out, kUserLevel + 2, "publish", principal.publish_allow);
-  AppendDirection(out, kUserLevel + 2, "subscribe", principal.subscribe_allow);
-  out += Indent(kUserLevel + 1) + "}\n";
-  out += Indent(kUserLevel) + "}\n";
+  out += Indent(level) + "{\n";
+  out += Indent(level + 1) + "user: " + Quote(principal.user.str()) + "\n";
+  out += Indent(level + 1) + "password: " + Quote(hash) + "\n";
+  out += Indent(level + 1) + "permissions: {\n";
+  AppendDirection(out, level + 2, "publish", principal.publish_allow);
+  AppendDirection(out, level + 2, "subscribe", principal.subscribe_allow);
+  out += Indent(level + 1) + "}\n";
+  out += Indent(level) + "}\n";
   return out;
 }
 
@@ -229,8 +241,18 @@ class BlockScanner {
 
 }  // namespace
 
+const char* ToString(UsersScope v) {
+  switch (v) {
+    case UsersScope::kServer:
+      return "server";
+    case UsersScope::kAccount:
+      return "account";
+  }
+  return "?";
+}
+
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
-                                          const HashedCredentials& hashes) {
+                                          const HashedCredentials& hashes, UsersScope scope) {
   bool any_principal = false;
   for (const Principal& p : desired.principals) {
     if (p.kind != PrincipalKind::kReconciler && p.credential.kind != Credential::Kind::kNone) {
@@ -258,21 +280,26 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
       return Result<RenderedUsersFile>(
           Errc::kInternal, "the credential for user " + Quote(p.user.str()) + " is not bcrypt");
     }
-    std::string block = RenderUser(p, hash->second);
+    std::string block = RenderUser(p, hash->second, scope);
     users += block;
     out.blocks.emplace(p.user, std::move(block));
   }
 
-  out.bytes.reserve(kHeader.size() + users.size() + 128);
+  const int base = scope == UsersScope::kServer ? 1 : 0;  // the account entry's level
+  out.bytes.reserve(kHeader.size() + kAccountHeader.size() + users.size() + 128);
   out.bytes += kHeader;
-  out.bytes += "accounts {\n";
-  out.bytes += Indent(1) + Quote(desired.account) + ": {\n";
-  out.bytes += Indent(2) + "jetstream: enabled\n";
-  out.bytes += Indent(2) + "users: [\n";
+  if (scope == UsersScope::kServer) {
+    out.bytes += "accounts {\n";
+  } else {
+    out.bytes += kAccountHeader;
+  }
+  out.bytes += Indent(base) + Quote(desired.account) + ": {\n";
+  out.bytes += Indent(base + 1) + "jetstream: enabled\n";
+  out.bytes += Indent(base + 1) + "users: [\n";
   out.bytes += users;
-  out.bytes += Indent(2) + "]\n";
-  out.bytes += Indent(1) + "}\n";
-  out.bytes += "}\n";
+  out.bytes += Indent(base + 1) + "]\n";
+  out.bytes += Indent(base) + "}\n";
+  if (scope == UsersScope::kServer) out.bytes += "}\n";
   return out;
 }
 

@@ -25,10 +25,20 @@ struct RenderedUsersFile {
   std::vector<UserName> without_credential;  // left out, to name in the report
 };
 
+// What the users file holds (--users-scope):
+//   kServer   the server's whole `accounts` block, included at the top level of nats.conf (the
+//             project's chart owns the whole configuration);
+//   kAccount  only the mesh's account entry `"<account>": { jetstream: enabled, users: [...] }`,
+//             for an operator to `include` inside the `accounts` block of their own
+//             configuration, beside their other accounts.
+enum class UsersScope { kServer, kAccount };
+const char* ToString(UsersScope v);  // "server", "account"
+
 // Refuses (kInvalidArgument, path "$") a rendering with no principal user but the reconciler.
 // Every principal with a credential must have an entry in `hashes`.
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
-                                          const HashedCredentials& hashes);
+                                          const HashedCredentials& hashes,
+                                          UsersScope scope = UsersScope::kServer);
 
 // Splits a users file (ours or hand-edited) into user -> entry block, as RenderUsersFile lays
 // them out. Entries it cannot recognise are ignored; used to say which principals differ.

@@ -121,8 +121,10 @@ ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
 // pipeline drains once, which costs one round trip per chunk.
 constexpr size_t kSendChunk = 256;
 
-// Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time.
-std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus) {
+// Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time,
+// each chunk only when `before_chunk` (if any) still lets this instance act.
+std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus,
+                                   const BeforeChunk& before_chunk) {
   std::vector<ActionOutcome> out;
   out.reserve(actions.size());
   std::vector<observers::ApiRequest> requests;
@@ -136,6 +138,14 @@ std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusCo
             {std::move(actions[i]), Outcome::kFailed, 0, "not sent: not connected to the bus"});
       }
       return out;
+    }
+    if (before_chunk) {
+      if (ChunkGate gate = before_chunk(); gate.verdict == ChunkVerdict::kStop) {
+        for (size_t i = begin; i < actions.size(); ++i) {
+          out.push_back({std::move(actions[i]), Outcome::kSkipped, 0, "not sent: " + gate.reason});
+        }
+        return out;
+      }
     }
     requests.clear();
     for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i]));
@@ -246,7 +256,8 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
   actions.clear();
 
   std::set<StreamName> not_created;
-  for (ActionOutcome& outcome : SendAll(std::move(stream_actions), targets.bus)) {
+  for (ActionOutcome& outcome :
+       SendAll(std::move(stream_actions), targets.bus, targets.before_chunk)) {
     if (outcome.action.kind == ActionKind::kCreateStream && outcome.outcome != Outcome::kDone) {
       not_created.insert(outcome.action.stream->name);
     }
@@ -265,7 +276,7 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
     }
   }
   consumer_actions.clear();
-  for (ActionOutcome& outcome : SendAll(std::move(sendable), targets.bus)) {
+  for (ActionOutcome& outcome : SendAll(std::move(sendable), targets.bus, targets.before_chunk)) {
     out.push_back(std::move(outcome));
   }
   for (ActionOutcome& outcome : skipped) out.push_back(std::move(outcome));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,24 @@ struct ActionOutcome {
   std::string detail;  // the server's text, or why skipped/failed; no secrets
 };
 
+// Asked before each chunk of JetStream actions is sent: whether this instance may still act on
+// JetStream objects (with --lease: it still holds the lease, renewed by the hook when due). An
+// empty value gets `kSend` for every chunk. Returning kStop skips every remaining JetStream
+// action ("not sent: ..." with the reason); the users-file actions are not affected.
+enum class ChunkVerdict { kSend, kStop };
+struct ChunkGate {
+  ChunkVerdict verdict = ChunkVerdict::kSend;
+  std::string reason;  // kStop: why, for the skipped actions' detail
+};
+using BeforeChunk = std::function<ChunkGate()>;
+
 struct ApplyTargets {
   observers::BusConnection* bus = nullptr;  // not owned; may be null when only the file is acted on
   std::string users_file_path;
   std::string pid_file;     // nats-server's pid file: SIGHUP to reload
   std::string monitor_url;  // to confirm the reload through /varz config_load_time
   std::chrono::milliseconds reload_timeout{10000};
+  BeforeChunk before_chunk;  // lease fencing; empty: always send
 };
 
 // Takes the actions by value: each moves into its outcome (a first convergence can hold

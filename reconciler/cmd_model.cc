@@ -8,6 +8,7 @@
 #include "model/users_file.h"
 #include "reconciler/apply.h"
 #include "reconciler/commands.h"
+#include "reconciler/lease.h"
 #include "reconciler/records_source.h"
 
 namespace mesh::reconciler {
@@ -45,6 +46,10 @@ model::ReconcilerIdentity Identity(const Settings& settings) {
   model::ReconcilerIdentity identity;
   identity.user = UserName(settings.bus.user);
   identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
+  // The same identity as the daemon's (reconciler/pass.cc): with --lease its user may also
+  // publish to the lease's subject, so that the file the init container renders is the one the
+  // daemon's first pass wants, and the daemon's first lease write is not refused.
+  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
   return identity;
 }
 
@@ -64,14 +69,18 @@ Prints the desired JetStream streams, consumers and users (with their permission
 the records, as JSON. No password or hash is printed.
 )";
 
-const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users RECORDS [--out FILE]
+const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users [RECORDS] [--out FILE]
                                     [--user NAME] [--password-file FILE] [--bcrypt-cost N]
+                                    [--users-scope server|account] [--lease]
 
 Renders the nats-server users file: the same records always give the same bytes; plain
 passwords are written as bcrypt hashes. With --out the file is written atomically, mode 0600;
 otherwise it goes to standard output. The reconciler's own user (--user, default
 mesh-reconciler) is included; its password comes from MESH_RECONCILER_PASSWORD or
---password-file.
+--password-file. RECORDS defaults to --records (MESH_RECONCILER_RECORDS). --users-scope and
+--lease (MESH_RECONCILER_USERS_SCOPE, MESH_RECONCILER_LEASE) must be the daemon's: with the
+lease the reconciler's user may also publish to the lease's subject; with the account scope the
+file is only the mesh's account entry, to include inside your own accounts block.
 )";
 
 int RunValidate(Settings& settings) {
@@ -124,7 +133,7 @@ int RunRenderUsers(Settings& settings) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", hashes.status().message().c_str());
     return kExitError;
   }
-  auto rendered = model::RenderUsersFile(desired, *hashes);
+  auto rendered = model::RenderUsersFile(desired, *hashes, settings.users_scope);
   if (!rendered.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;

@@ -76,6 +76,10 @@ struct Reconciler::Impl {
   void RepairUsersFileAlone(PassReport& report);
   // One lease round at `now`, logging a change of role; the new state.
   LeaseState LeaseRound(uint64_t pass_id);
+  // Apply's hook before each chunk of JetStream actions (lease fencing): renews the lease when a
+  // round is due (a long pass must not outlive its lease), then lets the chunk go only while
+  // this instance still holds it.
+  ChunkGate LeaseFence(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
 
   Settings settings;
@@ -86,8 +90,9 @@ struct Reconciler::Impl {
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
-  std::unique_ptr<LeaseKeeper> lease;  // with --lease
-  int cluster_size = 1;                // as the last pass observed it (the lease bucket's replicas)
+  std::unique_ptr<LeaseKeeper> lease;    // with --lease
+  Clock::time_point last_lease_round{};  // when LeaseRound last ran
+  int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
   std::optional<model::Records> derived_from;
@@ -151,7 +156,8 @@ bool Reconciler::Impl::Render(PassReport& report) {
     report.status = hashes.status();
     return false;
   }
-  Result<model::RenderedUsersFile> file = model::RenderUsersFile(desired, *hashes);
+  Result<model::RenderedUsersFile> file =
+      model::RenderUsersFile(desired, *hashes, settings.users_scope);
   if (!file.ok()) {
     report.status = file.status();
     return false;
@@ -275,7 +281,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   // The users file is ours: owned by the uid we run as (a rewrite makes it so).
   const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
-  if (lease) {
+  // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
+  // pod beside the daemon, it must not move the lease away from (or onto) anyone.
+  const bool planning = trigger == Trigger::kOnce && mode == ApplyMode::kObserveOnly;
+  if (lease && planning) {
+    report.lease.error = "plan does not take the lease";
+  } else if (lease) {
     cluster_size = observers::JetStreamClusterSize(*observed);
     report.lease = LeaseRound(pass_id);
   }
@@ -287,8 +298,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   std::vector<Action> allowed =
       ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
   if (mode == ApplyMode::kApply && !allowed.empty()) {
-    const ApplyTargets targets{bus.get(), settings.users_file, settings.pid_file,
-                               settings.monitor_url};
+    ApplyTargets targets;
+    targets.bus = bus.get();
+    targets.users_file_path = settings.users_file;
+    targets.pid_file = settings.pid_file;
+    targets.monitor_url = settings.monitor_url;
+    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
     report.outcomes = Apply(std::move(allowed), targets);
     Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
     if (!after.ok()) {
@@ -348,7 +363,21 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   report.remaining = plan_file().drift;
 }
 
+ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
+  if (bus && bus->connected() &&
+      Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval)) {
+    LeaseRound(pass_id);
+  }
+  const LeaseState& state = lease->lease().state();
+  if (GateFor(state, Clock::now()) == JetStreamGate::kAct) return {};
+  Log(LogLevel::kWarn, pass_id, "lease lapsed during the pass: not applying the rest",
+      {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
+  return {ChunkVerdict::kStop,
+          std::string("this instance no longer holds the lease (") + ToString(state.role) + ")"};
+}
+
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
+  last_lease_round = Clock::now();
   const LeaseRole before = lease->lease().state().role;
   LeaseState state = lease->Round(bus->native_handle(), cluster_size, Clock::now());
   if (state.role != before) {

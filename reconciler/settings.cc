@@ -67,6 +67,18 @@ const std::map<std::string, FlagSpec>& Flags() {
       {"users-file",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.users_file, v); }}},
+      {"users-scope",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          if (v == "server") {
+            s.users_scope = model::UsersScope::kServer;
+          } else if (v == "account") {
+            s.users_scope = model::UsersScope::kAccount;
+          } else {
+            return "--users-scope: server or account";
+          }
+          return {};
+        }}},
       {"pid-file",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.pid_file, v); }}},

@@ -16,6 +16,7 @@
 
 #include "model/names.h"
 #include "model/result.h"
+#include "model/users_file.h"
 #include "observers/bus.h"
 
 namespace mesh::reconciler {
@@ -36,6 +37,8 @@ struct Settings {
   int bcrypt_cost = 10;                        // --bcrypt-cost
   OutputFormat format = OutputFormat::kTable;  // --json
   std::string out;                             // --out FILE (render-users)
+  // --users-scope server|account: what the users file holds (model/users_file.h).
+  model::UsersScope users_scope = model::UsersScope::kServer;
   // Daemon.
   std::string listen = "127.0.0.1:9464";      // --listen HOST:PORT
   std::string token_file;                     // --token-file
@@ -85,7 +88,10 @@ inline constexpr char kPassSettingsHelpText[] =
   --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
   --ca-file FILE          TLS: trust this CA for the bus
                           (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
-  --users-file FILE       the users file nats-server includes (written atomically, mode 0600)
+  --users-file FILE       the users file nats-server includes (written atomically, mode 0600);
+                          without it the reconciler acts on JetStream only
+  --users-scope SCOPE     server (default): the file is the whole accounts block; account: only
+                          the mesh's account entry, to include inside your own accounts block
   --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
   --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
   --prune                 delete objects marked as ours that the records no longer derive

@@ -8,13 +8,16 @@
 //                          PodMonitor / ServiceMonitor / none, and the PrometheusRule
 //   no-rules               no PrometheusRule
 //   confined VALUE...      each VALUE (and its base64) appears in no document but a Secret
+//   extras                 imagePullSecrets, ServiceAccount, extra containers/volumes/env and
+//                          nats.extraConfig as chart_test.sh renders them
+//   jetstream-only         reconciler.usersFile: none: no users file anywhere
 // Each check prints what it verified; the first failed assertion exits 1 naming it.
 import fs from 'node:fs';
 import path from 'node:path';
 import util from 'node:util';
 
 import {
-  YAML, check, docName, envValue, findOne, flagValue, locate, main, natsIncludes,
+  YAML, allContainers, check, docName, envValue, findOne, flagValue, locate, main, natsIncludes,
   natsSetting, objectData, objectKeys, portOf, readManifests, repoRoot, statefulSet, volumeFiles,
 } from './lib.mjs';
 
@@ -86,14 +89,21 @@ function checkPod(docs) {
   // The init container renders the users file from the records, before nats-server starts.
   check(init.command?.[0] === 'mesh-reconciler' && init.args?.[0] === 'render-users',
         `init container does not run mesh-reconciler render-users: ${JSON.stringify(init.command.concat(init.args))}`);
-  const records = secretFile(docs, pod, init, init.args[1], 'the records');
   const out = where(pod, init, flagValue(init.args, '--out'), '--out');
   check(out.volume.emptyDir, `render-users writes to ${out.volume.name}, not an emptyDir`);
   check(!out.mount.readOnly, 'render-users mounts the users folder read-only');
-  const initPassword = secretFile(docs, pod, init, flagValue(init.args, '--password-file'), '--password-file');
-  check(flagValue(init.args, '--user') === envValue(sidecar, 'MESH_RECONCILER_USER'),
-        'render-users --user differs from the sidecar\'s MESH_RECONCILER_USER');
-
+  // One place for the pass settings: the init container has exactly the sidecar's, so that it
+  // renders the identity (lease permission, users scope) the daemon's first pass wants.
+  const settings = (c) => Object.fromEntries((c.env ?? []).filter((e) => e.name.startsWith('MESH_RECONCILER_'))
+    .map((e) => [e.name, JSON.stringify(e.value ?? e.valueFrom)]));
+  check(util.isDeepStrictEqual(settings(init), settings(sidecar)),
+        `render-users and the sidecar have different MESH_RECONCILER_* settings: ${JSON.stringify(settings(init))} vs ${JSON.stringify(settings(sidecar))}`);
+  for (const flag of ['--prune', '--lease', '--users-scope', '--records', '--user', '--password-file']) {
+    check(!(sidecar.args ?? []).includes(flag) && !(init.args ?? []).includes(flag),
+          `${flag} is an argument: it belongs in the shared environment`);
+  }
+  const records = secretFile(docs, pod, init, envValue(init, 'MESH_RECONCILER_RECORDS'), 'the records');
+  const initPassword = secretFile(docs, pod, init, envValue(init, 'MESH_RECONCILER_PASSWORD_FILE'), 'MESH_RECONCILER_PASSWORD_FILE');
   // nats-server includes that very file, and writes its pid where the sidecar reads it.
   const { configPath, conf } = natsConfig(docs, pod, nats);
   const includes = natsIncludes(conf);
@@ -129,6 +139,9 @@ function checkPod(docs) {
   const listen = portOf(flagValue(sidecar.args, '--listen'));
   const metrics = (sidecar.ports ?? []).find((p) => p.name === 'metrics');
   check(metrics?.containerPort === listen, `port "metrics" is ${metrics?.containerPort}, --listen is ${listen}`);
+  // nats' readiness must not fail on one unhealthy stream (2.10+ /healthz checks each).
+  check(nats.readinessProbe?.httpGet?.path === '/healthz?js-server-only=true',
+        `nats readinessProbe is ${nats.readinessProbe?.httpGet?.path}, expected /healthz?js-server-only=true`);
   for (const [probe, pathWanted] of [['startupProbe', '/readyz'], ['livenessProbe', '/healthz'], ['readinessProbe', '/healthz']]) {
     check(sidecar[probe]?.httpGet?.path === pathWanted, `sidecar ${probe} is not on ${pathWanted}`);
     check(probePort(sidecar, sidecar[probe], probe) === listen, `sidecar ${probe} is not on port ${listen}`);
@@ -170,6 +183,12 @@ function checkCluster(docs, n) {
   check(headless.spec.clusterIP === 'None', `Service ${headless.metadata.name} is not headless`);
   check(headless.spec.publishNotReadyAddresses === true, 'the headless Service hides not-ready pods');
   const pdb = docs.find((d) => d.kind === 'PodDisruptionBudget');
+  // One actor on a cluster: every mesh-reconciler process of the pod runs with the lease when
+  // there is more than one replica, and none needs it alone.
+  for (const c of allContainers(pod).filter((c) => c.command?.[0] === 'mesh-reconciler')) {
+    const lease = envValue(c, 'MESH_RECONCILER_LEASE');
+    check(lease === (n > 1 ? '1' : '0'), `${c.name}: MESH_RECONCILER_LEASE is ${lease} with ${n} replicas`);
+  }
   if (n === 1) {
     check(!/^\s*cluster\s*{/m.test(conf), 'a standalone server has a cluster block');
     check(!pdb, 'a standalone server has a PodDisruptionBudget');
@@ -231,6 +250,40 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
   console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=mesh-reconciler; PrometheusRule = files/alert-rules.yaml`);
 }
 
+// The official chart's extension points, as rendered with the values chart_test.sh gives:
+// imagePullSecrets, a ServiceAccount, extra containers, volumes and environment, and a merge
+// point for nats.conf.
+function checkExtras(docs) {
+  const { sts, pod, byName } = statefulSet(docs);
+  check(util.isDeepStrictEqual(pod.imagePullSecrets, [{ name: 'registry-credentials' }]), 'imagePullSecrets not rendered');
+  const account = findOne(docs, 'ServiceAccount', 'mesh-sa');
+  check(pod.serviceAccountName === account.metadata.name, 'the pod does not use the chart\'s ServiceAccount');
+  check(pod.automountServiceAccountToken === false && account.automountServiceAccountToken === false, 'a service account token is mounted');
+  check(account.metadata.annotations?.['example.com/role'] === 'mesh', 'ServiceAccount annotations not rendered');
+  check(byName['log-shipper'] && !byName['log-shipper'].init, 'extra container log-shipper not rendered');
+  check((pod.volumes ?? []).some((v) => v.name === 'shipper-config' && v.configMap?.name === 'shipper'), 'extra volume not rendered');
+  check((byName.nats.volumeMounts ?? []).some((m) => m.name === 'shipper-config' && m.mountPath === '/etc/shipper'), 'nats.extraVolumeMounts not rendered');
+  check(envValue(byName.nats, 'NATS_EXTRA') === 'x', 'nats.extraEnv not rendered');
+  check(envValue(byName['mesh-reconciler'], 'EXTRA_SIDECAR') === 'y', 'reconciler.extraEnv not rendered');
+  const { conf } = natsConfig(docs, pod, byName.nats);
+  check(/^\s*websocket\s*{\s*port:\s*8080/m.test(conf), 'nats.extraConfig not merged into nats.conf');
+  check(conf.indexOf('websocket') < conf.indexOf('include '), 'nats.extraConfig comes after the users file include');
+  console.log(`extension points ok: ${docName(sts)} pull secrets, ServiceAccount, extra container, volume, env, nats.conf merge`);
+}
+
+// reconciler.usersFile: none: JetStream only, the operator's own authentication.
+function checkJetStreamOnly(docs) {
+  const { pod, byName } = statefulSet(docs);
+  check(!byName['render-users'], 'an init container renders a users file although usersFile is none');
+  check(!(pod.volumes ?? []).some((v) => v.name === 'users'), 'a users volume although usersFile is none');
+  const sidecar = byName['mesh-reconciler'];
+  check(envValue(sidecar, 'MESH_RECONCILER_USERS_FILE') === undefined, 'the sidecar manages a users file');
+  const { conf } = natsConfig(docs, pod, byName.nats);
+  check(natsIncludes(conf).length === 0, 'nats.conf includes a users file');
+  check(/^\s*accounts\s*{/m.test(conf), 'the operator\'s own accounts (nats.extraConfig) are not in nats.conf');
+  console.log('JetStream only ok: no users file, no init container; the operator\'s accounts in nats.conf');
+}
+
 function checkConfined(manifests, values) {
   check(values.length > 0, 'confined: no value given');
   const secretBytes = manifests
@@ -256,6 +309,8 @@ await main(async ([file, name, ...args]) => {
     case 'cluster': return checkCluster(docs, Number(args[0]));
     case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
     case 'confined': return checkConfined(manifests, args);
+    case 'extras': return checkExtras(docs);
+    case 'jetstream-only': return checkJetStreamOnly(docs);
     default: check(false, `unknown check ${name}`);
   }
 });

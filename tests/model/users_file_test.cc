@@ -16,6 +16,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,38 @@ TEST_CASE("SplitUserBlocks reads hand-edited files and ignores what it cannot re
   CHECK(SplitUserBlocks("").empty());
   CHECK(SplitUserBlocks("{{{ user: \"unterminated").empty());
   CHECK(SplitUserBlocks("}}]] user: x }").empty());
+}
+
+TEST_CASE("users scope account: the account entry alone, same users, byte-stable", "[render]") {
+  BcryptHasher hasher("test-salt-key", kCheapCost);
+  const DesiredState desired = DeriveExample();
+  Result<HashedCredentials> hashes = hasher.HashAll(desired);
+  REQUIRE(hashes.ok());
+  Result<RenderedUsersFile> server = RenderUsersFile(desired, *hashes, UsersScope::kServer);
+  Result<RenderedUsersFile> account = RenderUsersFile(desired, *hashes, UsersScope::kAccount);
+  REQUIRE(server.ok());
+  REQUIRE(account.ok());
+  CHECK(server->bytes == RenderExample().bytes);  // the default is today's file
+  // No accounts block: the entry starts at the left margin, to be included inside one.
+  CHECK(account->bytes.find("\naccounts {\n") == std::string::npos);
+  CHECK(account->bytes.find("\n\"" + desired.account +
+                            "\": {\n  jetstream: enabled\n  users: [\n") != std::string::npos);
+  CHECK(account->bytes.substr(account->bytes.size() - 4) == "]\n}\n");
+  // The same principals, each block one level less indented; the splitter reads both.
+  REQUIRE(account->blocks.size() == server->blocks.size());
+  for (const auto& [user, block] : server->blocks) {
+    const std::string& entry = account->blocks.at(user);
+    std::string unindented;
+    std::istringstream lines(block);
+    for (std::string line; std::getline(lines, line);) unindented += line.substr(2) + "\n";
+    CHECK(entry == unindented);
+  }
+  CHECK(SplitUserBlocks(account->bytes) == account->blocks);
+  Result<RenderedUsersFile> again = RenderUsersFile(desired, *hashes, UsersScope::kAccount);
+  REQUIRE(again.ok());
+  CHECK(again->bytes == account->bytes);
+  CHECK(std::string(ToString(UsersScope::kAccount)) == "account");
+  CHECK(std::string(ToString(UsersScope::kServer)) == "server");
 }
 
 TEST_CASE("strings are escaped for the nats-server configuration syntax", "[render]") {

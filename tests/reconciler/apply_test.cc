@@ -447,5 +447,39 @@ TEST_CASE("Apply of more actions than one chunk creates each object once, in ord
   CHECK(observed.consumers.size() == static_cast<size_t>(kStreams));
 }
 
+TEST_CASE("Apply stops in the middle when the chunk gate says the lease lapsed",
+          "[apply][integration][lease]") {
+  constexpr int kStreams = 600;  // three chunks of streams
+  Server s;
+  std::vector<Action> actions;
+  for (int i = 0; i < kStreams; ++i) {
+    const std::string name = "F" + std::to_string(i);
+    actions.push_back(StreamAction(ActionKind::kCreateStream, TestStream(name, "f." + name)));
+    actions.push_back(ConsumerAction(ActionKind::kCreateConsumer, TestConsumer(name, "c")));
+  }
+  ApplyTargets targets = s.Targets();
+  int asked = 0;
+  targets.before_chunk = [&]() -> ChunkGate {
+    ++asked;
+    if (asked == 1) return {};
+    return {ChunkVerdict::kStop, "this instance no longer holds the lease (standby)"};
+  };
+  const std::vector<ActionOutcome> outcomes = Apply(actions, targets);
+  REQUIRE(outcomes.size() == actions.size());
+  size_t done = 0, skipped = 0;
+  for (const ActionOutcome& o : outcomes) {
+    if (o.outcome == Outcome::kDone) ++done;
+    if (o.outcome == Outcome::kSkipped) ++skipped;
+  }
+  CHECK(done == 256);  // the first chunk only, all streams
+  CHECK(skipped == actions.size() - 256);
+  CHECK(outcomes[256].detail == "not sent: this instance no longer holds the lease (standby)");
+  // Once for the second stream chunk, once for the consumers: nothing else was sent.
+  CHECK(asked == 3);
+  const observers::ObservedJetStream observed = s.Observe();
+  CHECK(observed.streams.size() == 256);
+  CHECK(observed.consumers.empty());
+}
+
 }  // namespace
 }  // namespace mesh::reconciler

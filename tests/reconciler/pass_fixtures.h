@@ -132,12 +132,13 @@ inline model::RenderedUsersFile FakeRendered(const model::DesiredState& desired)
 }
 
 // The users file as the reconciler renders it (real bcrypt at the cheapest cost).
-inline std::string RenderedUsersConf(const std::string& records_json, int cost = kCheapCost) {
+inline std::string RenderedUsersConf(const std::string& records_json, int cost = kCheapCost,
+                                     model::UsersScope scope = model::UsersScope::kServer) {
   model::DesiredState desired = DesiredFrom(records_json);
   model::BcryptHasher hasher(kReconcilerPassword, cost);
   auto hashes = hasher.HashAll(desired);
   REQUIRE(hashes.ok());
-  auto rendered = model::RenderUsersFile(desired, *hashes);
+  auto rendered = model::RenderUsersFile(desired, *hashes, scope);
   REQUIRE(rendered.ok());
   return rendered->bytes;
 }

@@ -156,5 +156,34 @@ TEST_CASE("plan --help and reconcile --help list every pass flag", "[pass][cli]"
   CHECK(RunBinary("reconcile --help").out.find("--remote") != std::string::npos);
 }
 
+// The chart's init container renders the first users file with the daemon's settings. Before
+// issue 14, render-users ignored --lease: the file lacked the lease's subject, the daemon's first
+// pass rewrote it, and until then the server logged a publish violation on
+// $KV.mesh_reconciler_lease.holder.
+TEST_CASE("render-users honours --lease and --users-scope, from flags or the environment",
+          "[cli]") {
+  const std::string records = std::string(MESH_SOURCE_DIR) + "/examples/records.json";
+  const std::string base = "render-users " + records + " --bcrypt-cost 4";
+  setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
+  Run plain = RunBinary(base);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.out.find("$KV.mesh_reconciler_lease.holder") == std::string::npos);
+  CHECK(plain.out.find("\naccounts {\n") != std::string::npos);
+
+  Run leased = RunBinary(base + " --lease");
+  REQUIRE(leased.exit_code == 0);
+  CHECK(leased.out.find("\"$KV.mesh_reconciler_lease.holder\"") != std::string::npos);
+
+  setenv("MESH_RECONCILER_LEASE", "1", 1);
+  setenv("MESH_RECONCILER_USERS_SCOPE", "account", 1);
+  Run from_env = RunBinary(base);
+  unsetenv("MESH_RECONCILER_LEASE");
+  unsetenv("MESH_RECONCILER_USERS_SCOPE");
+  REQUIRE(from_env.exit_code == 0);
+  CHECK(from_env.out.find("\"$KV.mesh_reconciler_lease.holder\"") != std::string::npos);
+  CHECK(from_env.out.find("\naccounts {\n") == std::string::npos);
+  CHECK(from_env.out.find("\n\"MESH\": {\n  jetstream: enabled\n") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace mesh::reconciler

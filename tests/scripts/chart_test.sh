@@ -155,7 +155,12 @@ typos_refused() {
   refused "Additional property existingSecrets is not allowed" --set records.existingSecrets=x &&
   refused "replicas must be one of the following" --set replicas=2 &&
   refused "Invalid type. Expected: boolean" --set reconciler.prune=yes &&
-  refused "monitoring.scrape must be one of the following" --set monitoring.scrape=Probe
+  refused "monitoring.scrape must be one of the following" --set monitoring.scrape=Probe &&
+  refused "reconciler.usersFile must be one of the following" --set reconciler.usersFile=off &&
+  refused "Additional property automount is not allowed" --set serviceAccount.automount=true &&
+  refused "Additional property extraContainer is not allowed" --set 'extraContainer[0].name=x' &&
+  refused "Additional property extraEnvs is not allowed" --set 'nats.extraEnvs[0].name=x' &&
+  refused "imagePullSecrets.0: name is required" --set 'imagePullSecrets[0].nam=x'
 }
 
 contradictions_refused() {
@@ -200,11 +205,13 @@ nats_config_valid() {  # NAME [extra manifests...] -- [helm args...]
   local out="$work/conf-$name.yaml" dir="$work/conf-$name"
   render "$out" "${with_secrets[@]}" "$@" || return 1
   node tests/charts/pod.mjs "$out" --root "$dir" --bin mesh-reconciler=/bin/false \
-    --bin "nats-server=$nats_server" "${extra[@]}" || return 1
-  # The users file the init container would write (any valid one will do for -t).
+    --bin "nats-server=$nats_server" --bin sh=/bin/false "${extra[@]}" || return 1
+  # The users file the init container would write (any valid one will do for -t); none with
+  # reconciler.usersFile: none.
   # shellcheck disable=SC2016  # a literal bcrypt hash
-  printf 'accounts { MESH { jetstream: enabled, users: [ {user: stub, password: "%s"} ] } }\n' \
-    '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$dir/etc/nats-users/users.conf"
+  [[ ! -d "$dir/etc/nats-users" ]] ||
+    printf 'accounts { MESH { jetstream: enabled, users: [ {user: stub, password: "%s"} ] } }\n' \
+      '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$dir/etc/nats-users/users.conf"
   "$dir/run/nats.sh" -t
 }
 
@@ -251,6 +258,30 @@ notes_name_the_oncall_commands() {
   return $ok
 }
 
+# The overlay for the official NATS chart (examples/official-nats-chart-values.yaml): valid YAML,
+# only keys of the official values.yaml, rendered by tests/charts/official.mjs's stand-in of that
+# chart's merge/patch mechanism, then `nats-server -t` on the nats.conf it gives, beside the
+# operator's own account, with the mesh's account file rendered by the real binary
+# (--users-scope account; a stub entry when MESH_BINARY is not set). The official chart itself
+# is not run: what that leaves unproven is in docs/kubernetes.md.
+official_overlay() {
+  local dir="$work/official" users
+  node tests/charts/official.mjs examples/official-nats-chart-values.yaml --root "$dir" \
+    --values tests/charts/official-own-account.yaml || return 1
+  users="$dir/etc/nats-users/mesh-account.conf"
+  if [[ -n "${MESH_BINARY:-}" ]]; then
+    MESH_RECONCILER_PASSWORD="$kPassword" "$MESH_BINARY" render-users "$kRecords" --users-scope account \
+      --lease --bcrypt-cost 4 --out "$users" || return 1
+  else
+    # shellcheck disable=SC2016  # a literal bcrypt hash
+    printf 'MESH: { jetstream: enabled, users: [ {user: stub, password: "%s"} ] }\n' \
+      '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$users"
+  fi
+  if grep -q '^accounts' "$users"; then echo "the account-scoped file has an accounts block"; return 1; fi
+  "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
+}
+
+run_test "official NATS chart overlay: valid, documented keys, stand-in render, nats-server -t" official_overlay
 run_test "helm lint --strict: default values" lint
 run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
@@ -270,6 +301,10 @@ run_test "render: TLS, 5 members, prune, scheduling values, records from the val
   --set priorityClassName=mesh-critical --set nats.storage.storageClassName=fast \
   --set podLabels.team=mesh --set podAnnotations.note=x "${with_secrets[@]}"
 run_test "render: no pod anti-affinity" render_and_check noaffinity "pod" --set podAntiAffinity=none
+run_test "render: pull secrets, ServiceAccount, extra containers, volumes, env, nats.conf merge" \
+  render_and_check extras "pod;extras" -f tests/charts/extras-values.yaml
+run_test "render: JetStream only (usersFile none), 3 members with the lease" render_and_check jsonly \
+  "jetstream-only;cluster 3" -f tests/charts/jetstream-only-values.yaml --set replicas=3
 run_test "values: typos are refused by values.schema.json" typos_refused
 run_test "values: contradictions are refused" contradictions_refused
 run_test "secrets: fake password, token and records passwords appear in Secrets only" secrets_confined
@@ -277,6 +312,11 @@ run_test "secrets: existing Secrets are used instead of the chart's" existing_se
 run_test "nats-server -t accepts nats.conf: standalone" nats_config_valid standalone --
 run_test "nats-server -t accepts nats.conf: 3-member cluster" nats_config_valid cluster -- --set replicas=3
 run_test "nats-server -t accepts nats.conf: TLS" tls_config_valid
+run_test "nats-server -t accepts nats.conf: extension points (nats.extraConfig)" nats_config_valid extras \
+  tests/charts/extras-manifests.yaml -- \
+  -f tests/charts/extras-values.yaml
+run_test "nats-server -t accepts nats.conf: JetStream only, the operator's accounts" nats_config_valid jsonly -- \
+  -f tests/charts/jetstream-only-values.yaml
 run_test "NOTES.txt names the on-call commands with the sidecar's port and token file" notes_name_the_oncall_commands
 
 # --- runtime: the chart's own commands ---------------------------------------------------

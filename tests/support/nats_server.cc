@@ -199,7 +199,11 @@ std::unique_ptr<NatsServer> NatsServer::Start(const NatsServerOptions& options) 
     conf << "  ]\n}\n";
   }
   conf << options.extra_config << "\n";
-  conf << "include \"users.conf\"\n";
+  if (options.other_accounts.empty()) {
+    conf << "include \"users.conf\"\n";
+  } else {
+    conf << "accounts {\n  include \"users.conf\"\n" << options.other_accounts << "\n}\n";
+  }
   WriteFile(server->main_config(), conf.str());
 
   server->Launch();

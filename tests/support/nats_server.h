@@ -44,6 +44,11 @@ struct NatsServerOptions {
   bool wait_healthy = true;  // Start() waits for /healthz ok
   // Appended to the main configuration, e.g. a `tls { cert_file: ..., key_file: ... }` block.
   std::string extra_config;
+  // Non-empty: the operator's own accounts, e.g. `OTHER: { users: [...] }`. The main
+  // configuration then includes users.conf inside its accounts block, beside these
+  // (`accounts { include "users.conf" <other_accounts> }`): users.conf is one account entry, as
+  // mesh-reconciler renders it with --users-scope account.
+  std::string other_accounts;
 };
 
 class NatsServer {

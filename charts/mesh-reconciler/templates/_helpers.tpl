@@ -142,3 +142,48 @@ seccompProfile:
 {{- define "mesh.monitorUrl" -}}
 {{- printf "http://127.0.0.1:%d" (int .Values.nats.ports.monitor) }}
 {{- end }}
+
+{{/* The users file is rendered and kept by mesh-reconciler (reconciler.usersFile: managed). */}}
+{{- define "mesh.usersFileManaged" -}}
+{{- if eq .Values.reconciler.usersFile "managed" }}true{{ end }}
+{{- end }}
+
+{{- define "mesh.serviceAccountName" -}}
+{{- default (include "mesh.fullname" .) .Values.serviceAccount.name }}
+{{- end }}
+
+{{/*
+The pass settings of every mesh-reconciler process in the pod (the init container's
+render-users, the sidecar's daemon, and whatever on-call runs with kubectl exec), set once here:
+the same records, identity, prune, lease and users scope everywhere. With more than one replica
+every sidecar runs with the lease (one actor on the cluster), and the init container renders the
+users file with the lease's permission, as the daemon will.
+*/}}
+{{- define "mesh.reconcilerEnv" -}}
+- name: MESH_RECONCILER_RECORDS
+  value: {{ include "mesh.path.records" . }}
+- name: MESH_RECONCILER_BUS
+  value: {{ include "mesh.busUrl" . | quote }}
+- name: MESH_RECONCILER_USER
+  value: {{ .Values.reconciler.user | quote }}
+- name: MESH_RECONCILER_PASSWORD_FILE
+  value: {{ include "mesh.path.password" . }}
+{{- if include "mesh.usersFileManaged" . }}
+- name: MESH_RECONCILER_USERS_FILE
+  value: {{ include "mesh.path.usersFile" . }}
+- name: MESH_RECONCILER_USERS_SCOPE
+  value: server
+{{- end }}
+- name: MESH_RECONCILER_PID_FILE
+  value: {{ include "mesh.path.pidFile" . }}
+- name: MESH_RECONCILER_MONITOR
+  value: {{ include "mesh.monitorUrl" . | quote }}
+- name: MESH_RECONCILER_PRUNE
+  value: {{ ternary "1" "0" .Values.reconciler.prune | quote }}
+- name: MESH_RECONCILER_LEASE
+  value: {{ ternary "1" "0" (gt (int .Values.replicas) 1) | quote }}
+{{- if .Values.tls.enabled }}
+- name: MESH_RECONCILER_CA_FILE
+  value: {{ include "mesh.path.tlsDir" . }}/ca.crt
+{{- end }}
+{{- end }}

@@ -1,0 +1,58 @@
+// Settings (reconciler/settings.h): the same flag from the command line or the environment;
+// the users scope, the lease and prune, which plan, reconcile --once, render-users and the
+// daemon must all read alike (the chart sets them once, as MESH_RECONCILER_* variables).
+#include "reconciler/settings.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+namespace mesh::reconciler {
+namespace {
+
+GetEnv FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST_CASE("users scope, lease and prune come from the flags or the environment", "[settings]") {
+  auto none = ParseSettings({}, FakeEnv({}));
+  REQUIRE(none.ok());
+  CHECK(none->users_scope == model::UsersScope::kServer);
+  CHECK(none->lease == LeaseMode::kOff);
+  CHECK(none->prune == Prune::kNo);
+
+  auto flags = ParseSettings({"--users-scope", "account", "--lease", "--prune"}, FakeEnv({}));
+  REQUIRE(flags.ok());
+  CHECK(flags->users_scope == model::UsersScope::kAccount);
+  CHECK(flags->lease == LeaseMode::kKv);
+  CHECK(flags->prune == Prune::kYes);
+
+  auto env = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_USERS_SCOPE", "account"},
+                                        {"MESH_RECONCILER_LEASE", "1"},
+                                        {"MESH_RECONCILER_PRUNE", "true"}}));
+  REQUIRE(env.ok());
+  CHECK(env->users_scope == model::UsersScope::kAccount);
+  CHECK(env->lease == LeaseMode::kKv);
+  CHECK(env->prune == Prune::kYes);
+
+  auto wins = ParseSettings({"--users-scope=server"},
+                            FakeEnv({{"MESH_RECONCILER_USERS_SCOPE", "account"}}));
+  REQUIRE(wins.ok());
+  CHECK(wins->users_scope == model::UsersScope::kServer);
+}
+
+TEST_CASE("an unknown users scope is refused, naming the choices", "[settings]") {
+  auto bad = ParseSettings({"--users-scope", "accounts"}, FakeEnv({}));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "--users-scope: server or account");
+  auto bad_env = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_USERS_SCOPE", "all"}}));
+  REQUIRE_FALSE(bad_env.ok());
+  CHECK(bad_env.status().message() ==
+        "MESH_RECONCILER_USERS_SCOPE: --users-scope: server or account");
+}
+
+}  // namespace
+}  // namespace mesh::reconciler
