@@ -158,6 +158,11 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         bus_connected_ = true;
+        // The server is back: what the backoff was waiting for has happened. The pass woken
+        // below runs at once, and should it fail (the server still starting), its retry
+        // starts over from backoff_initial instead of waiting out the outage's backoff.
+        consecutive_failures_ = 0;
+        retry_at_.reset();
       }
       if (metrics_ != nullptr) metrics_->SetBusConnected(true);
       Log(LogLevel::kInfo, 0, "reconnected to the bus");
@@ -273,6 +278,9 @@ Readiness Loop::readiness() const {
             "bus unreachable" + (last.status.ok() ? std::string() : ": " + last.status.ToString())};
   }
   if (!last.status.ok()) return {false, "last pass failed: " + last.status.ToString()};
+  if (!users_file_failing_.empty()) {
+    return {false, "users file not written: " + users_file_failing_};
+  }
   return {true, "ready"};
 }
 
@@ -284,12 +292,14 @@ HoldState Loop::hold_state() const {
 
 std::shared_ptr<const std::string> Loop::last_report_json() const {
   std::shared_ptr<const PassReport> report;
+  std::shared_ptr<const PassReport> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (last_report_json_ || !last_report_) return last_report_json_;
     report = last_report_;
+    if (last_failed_report_ != last_report_) failed = last_failed_report_;
   }
-  auto json = std::make_shared<const std::string>(ReportToJson(*report));
+  auto json = std::make_shared<const std::string>(DriftToJson(*report, failed.get()));
   std::lock_guard<std::mutex> lock(mutex_);
   // Cached only while it is still the last report (a pass may have finished meanwhile).
   if (last_report_ == report && !last_report_json_) last_report_json_ = json;
@@ -315,6 +325,24 @@ size_t Loop::waiting_requests() const {
 uint64_t Loop::passes_finished() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_;
+}
+
+void Loop::NoteUsersFileLocked(const PassReport& report) {
+  bool written = false;
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.action.kind != ActionKind::kWriteUsersFile) continue;
+    if (o.outcome == Outcome::kDone) {
+      written = true;
+    } else if (o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused) {
+      users_file_failing_ = o.detail.empty() ? std::string(ToString(o.outcome)) : o.detail;
+      return;
+    }
+  }
+  const bool found_as_rendered =
+      report.status.ok() && report.mode == ApplyMode::kApply &&
+      std::none_of(report.remaining.begin(), report.remaining.end(),
+                   [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
+  if (written || found_as_rendered) users_file_failing_.clear();
 }
 
 bool Loop::HeldLocked(Clock::time_point now) const {
@@ -447,7 +475,9 @@ void Loop::Run(PassRunner& runner) {
     for (const auto& waiter : waiters_) {
       if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
     }
+    NoteUsersFileLocked(report);
     last_report_ = std::make_shared<const PassReport>(std::move(report));
+    if (result == PassResult::kFailure) last_failed_report_ = last_report_;
     last_report_json_.reset();
     done_cv_.notify_all();
   }

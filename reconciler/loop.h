@@ -158,7 +158,8 @@ class Loop {
   Health health() const;
   Readiness readiness() const;
   HoldState hold_state() const;
-  // ReportToJson of the last finished pass; null before the first. Serialised on the first
+  // /drift: DriftToJson of the last finished pass and of the last failed one when that is
+  // another pass (key "last_failed"); null before the first. Serialised on the first
   // call after each pass (on the caller's thread, outside the loop's lock) and then shared:
   // a pass that nobody asks about is never serialised (on a first convergence of a large
   // mesh its report runs to megabytes).
@@ -183,6 +184,7 @@ class Loop {
   bool HeldLocked(Clock::time_point now) const;
   std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
   void FinishLocked(PassReport report, Clock::time_point now);
+  void NoteUsersFileLocked(const PassReport& report);
 
   const LoopOptions options_;
   Metrics* const metrics_;
@@ -206,6 +208,11 @@ class Loop {
   Clock::time_point heartbeat_{};
   bool bus_connected_ = false;
   std::shared_ptr<const PassReport> last_report_;
+  // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
+  std::shared_ptr<const PassReport> last_failed_report_;
+  // Why the last write of the users file failed; empty once a pass wrote it or found it as
+  // rendered. Non-empty: /readyz is unready (the server may be running on stale credentials).
+  std::string users_file_failing_;
   // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
   mutable std::shared_ptr<const std::string> last_report_json_;
   std::vector<std::shared_ptr<Waiter>> waiters_;

@@ -91,6 +91,10 @@ class Reconciler {
 // CLI prints a daemon's answer with FormatReportTable). No secrets in either.
 std::string FormatReportTable(const PassReport& report);
 std::string ReportToJson(const PassReport& report);
+// /drift: `last` as ReportToJson writes it, and, when given, the last failed pass (a pass that
+// could not plan, or with a failed action) under the key "last_failed" in the same form, so that
+// what a failed pass did outlives the passes after it.
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed);
 Result<PassReport> ReportFromJson(const std::string& json);
 
 }  // namespace mesh::reconciler
