@@ -235,7 +235,10 @@ int RunDaemon(Settings& settings) {
   Metrics metrics(MESH_RECONCILER_VERSION);
   LoopOptions options;
   options.interval = settings.interval;
-  if (settings.lease == LeaseMode::kKv) options.lease_round = LeaseRoundFor(settings.interval);
+  if (settings.lease == LeaseMode::kKv) {
+    options.lease_round = LeaseRoundFor(settings.interval);
+    options.lease_grace = LeaseGraceFor(settings.interval);
+  }
   Loop loop(options, &metrics);
   DaemonHttpState state(loop, metrics, token);
   Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state, http_options);

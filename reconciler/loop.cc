@@ -80,6 +80,26 @@ LeaseChange RunLeaseRoundGuarded(PassRunner& runner, Metrics* metrics) {
       [](const std::string&) { return LeaseChange::kNone; });
 }
 
+void ReleaseLeaseGuarded(PassRunner& runner, Metrics* metrics) {
+  CatchingBugs(
+      metrics, 0, "lease release",
+      [&] {
+        runner.ReleaseLease();
+        return 0;
+      },
+      [](const std::string&) { return 0; });
+}
+
+// mesh_reconciler_lease_holder follows the lease as this instance last saw it: after a round
+// between passes (acquired, lost) and a release too, not only after a pass.
+void UpdateLeaseHolder(PassRunner& runner, Metrics* metrics) {
+  if (metrics == nullptr) return;
+  const std::optional<LeaseState> state = CatchingBugs(
+      metrics, 0, "lease state", [&] { return runner.lease_state(); },
+      [](const std::string&) { return std::optional<LeaseState>(); });
+  if (state) metrics->SetLeaseHolder(MayAct(*state, LeaseClock::now()));
+}
+
 std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
   return std::min(options.backoff_cap, options.interval);
 }
@@ -402,8 +422,22 @@ void Loop::Run(PassRunner& runner) {
     std::optional<Trigger> trigger = TakeDueLocked(now);
     if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
       next_lease_round_ = now + options_.lease_round;
+      const LeaseParticipation participation =
+          ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
+      const bool step_down = participation == LeaseParticipation::kStepDown && !stepped_down_;
+      if (participation == LeaseParticipation::kStepDown) stepped_down_ = true;
       lock.unlock();
-      const LeaseChange change = RunLeaseRoundGuarded(runner, metrics_);
+      LeaseChange change = LeaseChange::kNone;
+      if (participation == LeaseParticipation::kTakePart) {
+        change = RunLeaseRoundGuarded(runner, metrics_);
+      } else if (step_down) {
+        // No pass could act for longer than the grace: renewing would keep the standbys out.
+        Log(LogLevel::kWarn, 0,
+            "not taking part in the lease (released if held): no pass got past observation",
+            {{"grace_ms", std::to_string(options_.lease_grace.count())}});
+        ReleaseLeaseGuarded(runner, metrics_);
+      }
+      UpdateLeaseHolder(runner, metrics_);
       lock.lock();
       heartbeat_ = Clock::now();
       if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
@@ -447,15 +481,23 @@ void Loop::Run(PassRunner& runner) {
       Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
     }
     const PassResult result = PassSucceeded(report);
+    // Past observation: the pass planned (its lease round ran, or the pass succeeded).
+    const bool able = report.status.ok() || report.lease.role != LeaseRole::kUnknown;
     if (metrics_ != nullptr) {
       metrics_->RecordPass(report, UnixSecondsNow());
       metrics_->SetBusConnected(connected);
       metrics_->SetCertificateExpiry(expiry);
     }
+    if (options_.lease_round.count() > 0) UpdateLeaseHolder(runner, metrics_);
     lock.lock();
     running_pass_ = false;
     bus_connected_ = connected;
     now = Clock::now();
+    if (!threw) last_pass_ = able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;
+    if (able && !threw) {
+      last_able_ = now;
+      stepped_down_ = false;
+    }
     heartbeat_ = now;
     next_lease_round_ = now + options_.lease_round;  // the pass ran one
     if (result == PassResult::kSuccess) {
@@ -480,6 +522,14 @@ void Loop::Run(PassRunner& runner) {
     if (result == PassResult::kFailure) last_failed_report_ = last_report_;
     last_report_json_.reset();
     done_cv_.notify_all();
+  }
+  if (options_.lease_round.count() > 0) {
+    // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
+    // instead of leaving 1.5 intervals without repairs while the entry ages out.
+    lock.unlock();
+    ReleaseLeaseGuarded(runner, metrics_);
+    UpdateLeaseHolder(runner, metrics_);
+    lock.lock();
   }
   exited_ = true;
   done_cv_.notify_all();

@@ -335,6 +335,20 @@ LeaseChange Reconciler::RunLeaseRound() {
                                                          : LeaseChange::kNone;
 }
 
+void Reconciler::ReleaseLease() {
+  Impl& impl = *impl_;
+  if (!impl.lease || impl.lease->lease().state().role != LeaseRole::kHolder) return;
+  if (!impl.bus || !impl.bus->connected()) return;  // it ages out on its own
+  const Status released = impl.lease->Release(impl.bus->native_handle(), impl.cluster_size);
+  Log(released.ok() ? LogLevel::kInfo : LogLevel::kWarn, 0, "lease released",
+      {{"error", released.ok() ? std::string() : released.ToString()}});
+}
+
+LeaseState Reconciler::lease_state() const {
+  if (!impl_->lease) return LeaseState{};
+  return impl_->lease->lease().state();
+}
+
 bool Reconciler::bus_connected() const {
   // A server that stopped answering is not a bus one is connected to (mesh_bus_connected).
   return impl_->bus && impl_->bus->connected() && impl_->bus->answering();

@@ -76,6 +76,11 @@ class Reconciler {
   // when it is down). kAcquired when this round made this instance the holder. Called on the
   // reconcile thread only, like RunPass.
   LeaseChange RunLeaseRound();
+  // With --lease: gives the lease up when this instance holds it (on SIGTERM, or when its
+  // passes cannot act: ParticipationFor). Reconcile thread only.
+  void ReleaseLease();
+  // The lease as last seen (role kOff without --lease). Reconcile thread only.
+  LeaseState lease_state() const;
 
   bool bus_connected() const;
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.

@@ -1,18 +1,25 @@
 // Faults that once needed a person (issue 13), each on real processes: the real daemon binary
 // against a real nats-server, stopped, frozen or restarted by PID. Every wait is on a condition;
 // the only clocks asserted on are the daemon's own triggers and states, never a tight bound.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <rapidjson/document.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/support/mesh_gen.h"
+#include "observers/bus.h"
 #include "reconciler/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/pass_fixtures.h"
@@ -54,6 +61,98 @@ int StreamsOnServer(const mesh::testing::NatsServer& server) {
   const size_t at = jsz->body.find(key);
   return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
 }
+
+// A TCP forwarder on 127.0.0.1: what a daemon is given as its monitoring endpoint, so that the
+// test can make that endpoint unreachable for this daemon alone (Cut: every connection closed,
+// new ones refused) while the server itself runs on.
+class TcpProxy {
+ public:
+  explicit TcpProxy(int target_port) : target_port_(target_port) {
+    port_ = mesh::testing::FreePort();
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;
+    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in address = Loopback(port_);
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        listen(listener_, 64) != 0 || pipe(stop_) != 0) {
+      throw std::runtime_error("TcpProxy: cannot listen");
+    }
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~TcpProxy() { Cut(); }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Cut() {
+    if (!thread_.joinable()) return;
+    (void)!write(stop_[1], "x", 1);
+    thread_.join();
+    close(stop_[0]);
+    close(stop_[1]);
+  }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+  void Run() {
+    std::vector<std::pair<int, int>> pairs;  // client, upstream
+    while (true) {
+      std::vector<pollfd> fds = {{stop_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
+      for (const auto& [a, b] : pairs) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 1000) < 0) break;
+      if (fds[0].revents != 0) break;
+      if (fds[1].revents & POLLIN) {
+        const int client = accept(listener_, nullptr, nullptr);
+        const int upstream = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address = Loopback(target_port_);
+        if (client >= 0 &&
+            connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+          pairs.emplace_back(client, upstream);
+        } else {
+          if (client >= 0) close(client);
+          close(upstream);
+        }
+      }
+      std::vector<size_t> closed;
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        for (int side = 0; side < 2; ++side) {
+          if (fds[2 + 2 * i + side].revents == 0) continue;
+          const int from = side == 0 ? pairs[i].first : pairs[i].second;
+          const int to = side == 0 ? pairs[i].second : pairs[i].first;
+          char buffer[16384];
+          const ssize_t n = read(from, buffer, sizeof buffer);
+          if (n <= 0 || write(to, buffer, static_cast<size_t>(n)) != n) {
+            closed.push_back(i);
+            break;
+          }
+        }
+      }
+      for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
+        close(pairs[*it].first);
+        close(pairs[*it].second);
+        pairs.erase(pairs.begin() + static_cast<std::ptrdiff_t>(*it));
+      }
+    }
+    for (const auto& [a, b] : pairs) {
+      close(a);
+      close(b);
+    }
+    close(listener_);
+  }
+
+  int target_port_;
+  int port_ = 0;
+  int listener_ = -1;
+  int stop_[2] = {-1, -1};
+  std::thread thread_;
+};
 
 // A live mesh and the daemon on it (interval 1 h: every pass here is woken, never periodic).
 enum class Monitor { kWith, kWithout };
@@ -266,6 +365,77 @@ TEST_CASE("A frozen server shows in mesh_bus_connected when a pass's requests ti
   INFO(f.daemon->log());
   CHECK(back);
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+// ---------- item 2: a lease holder that cannot act gives the lease up ----------
+
+constexpr char kLeaseHolder[] = "mesh_reconciler_lease_holder";
+
+// A second daemon with --lease on the same server and records (as a second pod would be), its
+// monitoring endpoint behind `monitor_url`.
+std::unique_ptr<DaemonProcess> StartLeased(const HealFixture& f, const std::string& monitor_url,
+                                           const std::string& interval) {
+  const Settings s = f.mesh.PassSettings();
+  return DaemonProcess::Start(
+      {"--records", s.records_path, "--bus", s.bus.urls[0], "--user", s.bus.user, "--users-file",
+       s.users_file, "--pid-file", s.pid_file, "--monitor", monitor_url, "--bcrypt-cost",
+       std::to_string(kCheapCost), "--token-file", f.token_path, "--interval", interval, "--lease"},
+      {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+}
+
+bool Holds(const DaemonProcess& daemon) {
+  return daemon.Metric(kLeaseHolder).value_or(-1) == 1;
+}
+
+TEST_CASE("A lease holder whose passes cannot act lets a standby take over, which repairs",
+          "[faults][integration][daemon][lease]") {
+  // The fixture's own daemon (no lease) only provides the mesh; it is stopped at once.
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  REQUIRE(f.daemon->Terminate(seconds(10)) == 0);
+
+  TcpProxy monitor(f.mesh.server->monitor_port());
+  auto holder = StartLeased(f, monitor.url(), "4s");
+  REQUIRE(WaitFor([&] { return Holds(*holder); }, seconds(60)));
+  auto standby = StartLeased(f, f.mesh.server->monitor_url(), "4s");
+  REQUIRE(WaitFor([&] { return standby->Metric(kLeaseHolder).value_or(-1) == 0; }, seconds(60)));
+
+  // The holder's monitoring endpoint goes away: every one of its passes fails before planning.
+  monitor.Cut();
+  auto admin = observers::BusConnection::Connect(f.mesh.PassSettings().bus);
+  REQUIRE(admin.ok());
+  observers::ApiReply deleted = (*admin)->Request({"$JS.API.STREAM.DELETE.EVENTS", ""});
+  REQUIRE(deleted.payload.find("\"success\":true") != std::string::npos);
+  auto exists = [&] {
+    observers::ApiReply info = (*admin)->Request({"$JS.API.STREAM.INFO.EVENTS", ""});
+    return info.status.ok() && info.payload.find("\"error\"") == std::string::npos;
+  };
+  const bool taken_over = WaitFor([&] { return Holds(*standby); }, seconds(40));
+  INFO("--- holder\n" << holder->log() << "--- standby\n" << standby->log());
+  REQUIRE(taken_over);
+  CHECK(WaitFor(exists, seconds(40)));
+  CHECK(holder->Metric(kLeaseHolder) == 0);
+  CHECK(standby->Terminate(seconds(10)) == 0);
+  CHECK(holder->Terminate(seconds(10)) == 0);
+}
+
+TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entry would expire",
+          "[faults][integration][daemon][lease]") {
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  REQUIRE(f.daemon->Terminate(seconds(10)) == 0);
+  // A 20 s interval: the entry lives 30 s unrenewed, a standby rounds every 5 s.
+  auto holder = StartLeased(f, f.mesh.server->monitor_url(), "20s");
+  REQUIRE(WaitFor([&] { return Holds(*holder); }, seconds(60)));
+  auto standby = StartLeased(f, f.mesh.server->monitor_url(), "20s");
+  REQUIRE(WaitFor([&] { return standby->Metric(kLeaseHolder).value_or(-1) == 0; }, seconds(60)));
+
+  REQUIRE(holder->Terminate(seconds(10)) == 0);
+  // Within one interval (the entry, renewed at most a quarter interval ago, would outlive it).
+  const bool taken = WaitFor([&] { return Holds(*standby); }, seconds(20));
+  INFO(standby->log());
+  CHECK(taken);
+  CHECK(standby->Terminate(seconds(10)) == 0);
 }
 
 }  // namespace
