@@ -2,6 +2,7 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -24,6 +25,11 @@ using InboxPtr = CHandle<natsInbox, natsInbox_Destroy>;
 
 constexpr int64_t kReconnectWaitMs = 250;
 constexpr int kForever = -1;  // natsOptions_SetMaxReconnect: keep trying
+// Stale-connection detection: a PING every two request timeouts (at least kMinPingIntervalMs;
+// never shorter than one, so that a request in flight times out before its connection is
+// called stale), and the connection is stale when a PING is due while the last is unanswered.
+constexpr int64_t kMinPingIntervalMs = 1000;
+constexpr int kMaxPingsOut = 1;
 // How often RequestMany looks at the connection while it waits for answers.
 constexpr auto kConnectionCheck = std::chrono::milliseconds(50);
 
@@ -34,6 +40,10 @@ std::string JoinAddresses(const std::vector<std::string>& urls) {
     joined += url;
   }
   return joined;
+}
+
+int64_t PingIntervalMs(const BusSettings& settings) {
+  return std::max<int64_t>(settings.request_timeout.count() * 2, kMinPingIntervalMs);
 }
 
 // cnats may run a connection's callbacks on its own threads after the connection is destroyed,
@@ -108,6 +118,9 @@ struct BusConnection::Impl {
   std::vector<SubscriptionPtr> advisory_subscriptions;
   std::atomic<int64_t> requests_sent{0};
   std::shared_ptr<const TlsObservations> tls;  // null on a plaintext connection
+  // False from a request that expired with no answer to anything since it was sent (a frozen
+  // server) until the next answer.
+  std::atomic<bool> answering{true};
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -178,6 +191,13 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   if (s == NATS_OK) s = natsOptions_SetTimeout(options.get(), settings.connect_timeout.count());
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options.get(), kForever);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(options.get(), kReconnectWaitMs);
+  // A frozen server (SIGSTOP, a hung host) keeps its sockets open, so only silence shows it.
+  // During a pass RequestMany sees it at the request timeout (answering()); between passes a
+  // PING every two request timeouts, the second unanswered one marking the connection stale
+  // (disconnected, then reconnected when the server answers again): at most four request
+  // timeouts. cnats' default (a PING every two minutes, two outstanding) took four minutes.
+  if (s == NATS_OK) s = natsOptions_SetPingInterval(options.get(), PingIntervalMs(settings));
+  if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(options.get(), kMaxPingsOut);
   if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(options.get(), OnDisconnected, closure);
   if (s == NATS_OK) s = natsOptions_SetReconnectedCB(options.get(), OnReconnected, closure);
   if (s != NATS_OK) return NatsError(s, context);
@@ -203,6 +223,14 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
 
 bool BusConnection::connected() const {
   return natsConnection_Status(impl_->connection.get()) == NATS_CONN_STATUS_CONNECTED;
+}
+
+bool BusConnection::reconnecting() const {
+  return natsConnection_Status(impl_->connection.get()) == NATS_CONN_STATUS_RECONNECTING;
+}
+
+bool BusConnection::answering() const {
+  return impl_->answering.load();
 }
 
 std::string BusConnection::connected_url() const {
@@ -308,6 +336,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
     MsgPtr msg(raw_msg);
     if (s == NATS_OK) {
       last_answer = Clock::now();
+      impl.answering.store(true);
       const std::optional<size_t> index = ReplyIndex(natsMsg_GetSubject(msg.get()), reply_prefix);
       if (index && outstanding.erase(*index) == 1) {  // else a stray or late answer
         replies[*index].payload.assign(natsMsg_GetData(msg.get()),
@@ -325,7 +354,10 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
         ++it;
         continue;
       }
-      if (last_answer < it->second - timeout) stalled = true;  // silent since it was sent
+      if (last_answer < it->second - timeout) {  // silent since it was sent
+        stalled = true;
+        impl.answering.store(false);
+      }
       replies[it->first].status =
           Status(Errc::kTimeout, "no answer from " + requests[it->first].subject);
       it = outstanding.erase(it);

@@ -62,6 +62,13 @@ class BusConnection {
   BusConnection& operator=(const BusConnection&) = delete;
 
   bool connected() const;
+  // False from a request that expired with no answer to anything since it was sent (the bus
+  // stopped answering: a frozen server keeps its socket open, so cnats still says connected)
+  // until the next answer. Thread-safe.
+  bool answering() const;
+  // Lost and being re-established by cnats (which then reports kReconnected): keep this
+  // connection rather than replace it, or the reconnect that wakes a pass never comes.
+  bool reconnecting() const;
   std::string connected_url() const;  // without credentials
 
   // Sends every request, keeping at most settings.max_in_flight outstanding, and returns the

@@ -137,9 +137,9 @@ stay in force, mesh_records_valid is 0 and /readyz says why.
 HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /metrics          Prometheus metrics
   GET  /healthz          200 while the reconcile loop is alive
-  GET  /readyz           200 when the records are valid, the bus is reachable and the last pass
-                         finished; 503 and the reason otherwise
-  GET  /drift            the last pass's report (JSON)
+  GET  /readyz           200 when the records are valid, the bus is reachable, the last pass
+                         finished and the users file was written; 503 and the reason otherwise
+  GET  /drift            the last pass's report (JSON), and the last failed one ("last_failed")
   POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
   POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
   POST /release          end a hold
@@ -237,7 +237,10 @@ int RunDaemon(Settings& settings) {
   Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit());
   LoopOptions options;
   options.interval = settings.interval;
-  if (settings.lease == LeaseMode::kKv) options.lease_round = LeaseRoundFor(settings.interval);
+  if (settings.lease == LeaseMode::kKv) {
+    options.lease_round = LeaseRoundFor(settings.interval);
+    options.lease_grace = LeaseGraceFor(settings.interval);
+  }
   Loop loop(options, &metrics);
   DaemonHttpState state(loop, metrics, token);
   Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state, http_options);

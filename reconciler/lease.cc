@@ -9,6 +9,7 @@ namespace {
 
 constexpr auto kMinimumTtl = std::chrono::milliseconds(1000);
 constexpr auto kMinimumRound = std::chrono::milliseconds(250);
+constexpr auto kMinimumGrace = std::chrono::milliseconds(1000);
 constexpr size_t kMaxHostLength = 63;
 // The attempts at a write in one round: the first, and one after reading the entry.
 constexpr int kWriteAttempts = 2;
@@ -43,6 +44,18 @@ const char* ToString(LeaseRole v) {
       return "unknown";
   }
   return "unknown";
+}
+
+LeaseParticipation ParticipationFor(LastPass last_pass,
+                                    std::optional<LeaseClock::time_point> last_planned,
+                                    LeaseClock::time_point now, std::chrono::milliseconds grace) {
+  if (last_pass == LastPass::kPlanned) return LeaseParticipation::kTakePart;
+  return last_planned && now - *last_planned <= grace ? LeaseParticipation::kTakePart
+                                                      : LeaseParticipation::kStepDown;
+}
+
+std::chrono::milliseconds LeaseGraceFor(std::chrono::milliseconds interval) {
+  return std::max(interval / 2, kMinimumGrace);
 }
 
 bool MayAct(const LeaseState& state, LeaseClock::time_point now) {
@@ -83,6 +96,10 @@ LeaseState Lease::TryAcquireOrRenew(LeaseStore& store, LeaseClock::time_point no
       own_revision_ = 0;  // free (aged out): create it
       continue;
     }
+    if ((*entry)->holder.empty()) {
+      own_revision_ = (*entry)->revision;  // released by its holder: free, take it from there
+      continue;
+    }
     if ((*entry)->holder == identity_) {
       own_revision_ = (*entry)->revision;  // ours (an answer was lost): renew from there
       continue;
@@ -102,6 +119,23 @@ LeaseState Lease::Unreachable(std::string error) {
   state_.role = LeaseRole::kUnknown;
   state_.error = std::move(error);
   return state_;
+}
+
+Status Lease::Release(LeaseStore& store) {
+  if (state_.role != LeaseRole::kHolder || own_revision_ == 0) return Status::Ok();
+  Result<uint64_t> written = store.Update("", own_revision_);
+  own_revision_ = 0;
+  state_ = {};
+  state_.role = LeaseRole::kStandby;
+  if (!written.ok()) {
+    // Refused: the entry moved on (it aged out and another took it). No answer: perhaps
+    // written. Either way this instance no longer acts; the entry ages out if nobody renews it.
+    state_.role = LeaseRole::kUnknown;
+    state_.error = written.status().ToString();
+    return written.status();
+  }
+  state_.revision = *written;
+  return Status::Ok();
 }
 
 std::string LeaseIdentity(std::string_view host, uint32_t random) {

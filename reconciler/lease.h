@@ -6,6 +6,8 @@
 // compare-and-set:
 //   acquire  create-if-absent (Nats-Expected-Last-Subject-Sequence: 0) with our identity;
 //   renew    update with the revision we last wrote (the same header with that revision);
+//   release  update with an empty holder (SIGTERM, or a holder stepping down): the next round
+//            of any instance treats that entry as free and updates it with its identity;
 //   expiry   the bucket's max age: a holder that stops renewing (it died, or lost the bus) has
 //            its entry aged out by the server, and the next round of another instance creates
 //            it again. No clock is compared across machines.
@@ -87,6 +89,22 @@ class LeaseStore {
 
 using LeaseClock = std::chrono::steady_clock;
 
+// The renewal policy. An instance takes part in the lease (renews it, or acquires it when free)
+// only while it can act: its last pass got past observation (it planned), or the last one that
+// did is at most a grace ago (LeaseGraceFor: a passing fault does not move the lease). Otherwise
+// it steps down: a holder releases the lease (a standby takes it at its next round) and nobody
+// acquires it. A holder whose passes all fail (its monitoring endpoint unreachable, its server
+// not ready) thus no longer keeps the standbys out.
+enum class LeaseParticipation { kTakePart, kStepDown };
+enum class LastPass { kPlanned, kStoppedBeforePlan };
+// `last_planned`: when a pass of this instance last got past observation (nullopt: never).
+LeaseParticipation ParticipationFor(LastPass last_pass,
+                                    std::optional<LeaseClock::time_point> last_planned,
+                                    LeaseClock::time_point now, std::chrono::milliseconds grace);
+// Half an interval, at least one second: a holder whose passes stopped planning steps down at
+// its first lease round after that, well before its entry would age out (1.5 intervals).
+std::chrono::milliseconds LeaseGraceFor(std::chrono::milliseconds interval);
+
 struct LeaseState {
   LeaseRole role = LeaseRole::kOff;
   std::string holder;                    // as last seen; this instance's identity when kHolder
@@ -111,6 +129,12 @@ class Lease {
   // The lease could not even be asked this round (e.g. the bucket could not be opened): act on
   // nothing but the users file. A later round renews from the revision last written.
   LeaseState Unreachable(std::string error);
+
+  // Gives the lease up (SIGTERM, or stepping down): when this instance holds it, overwrites its
+  // entry with an empty holder (compare-and-set on its revision), which every other instance's
+  // next round treats as free. Afterwards this instance is a standby until a round acquires it
+  // again. Not holding: nothing is written (Ok).
+  Status Release(LeaseStore& store);
 
   bool MayAct(LeaseClock::time_point now) const { return reconciler::MayAct(state_, now); }
   const LeaseState& state() const { return state_; }

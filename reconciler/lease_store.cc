@@ -142,6 +142,18 @@ LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
   return lease_.TryAcquireOrRenew(**store, now);
 }
 
+Status LeaseKeeper::Release(natsConnection* connection, int cluster_size) {
+  if (lease_.state().role != LeaseRole::kHolder) return Status::Ok();
+  auto store =
+      KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
+                         settings_.request_timeout);
+  if (!store.ok()) {
+    lease_.Unreachable(store.status().ToString());  // stop acting all the same
+    return store.status();
+  }
+  return lease_.Release(**store);
+}
+
 std::string NewLeaseIdentity() {
   std::string host;
   if (const char* name = std::getenv("HOSTNAME"); name != nullptr && *name != '\0') {

@@ -68,6 +68,9 @@ class LeaseKeeper {
   // cluster's storage was wiped, with min(3, cluster_size) replicas), then acquires or renews.
   LeaseState Round(natsConnection* connection, int cluster_size, LeaseClock::time_point now);
 
+  // Releases the lease when this instance holds it (Lease::Release), on `connection`.
+  Status Release(natsConnection* connection, int cluster_size);
+
   const Lease& lease() const { return lease_; }
 
  private:

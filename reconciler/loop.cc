@@ -80,6 +80,26 @@ LeaseChange RunLeaseRoundGuarded(PassRunner& runner, Metrics* metrics) {
       [](const std::string&) { return LeaseChange::kNone; });
 }
 
+void ReleaseLeaseGuarded(PassRunner& runner, Metrics* metrics) {
+  CatchingBugs(
+      metrics, 0, "lease release",
+      [&] {
+        runner.ReleaseLease();
+        return 0;
+      },
+      [](const std::string&) { return 0; });
+}
+
+// mesh_reconciler_lease_holder follows the lease as this instance last saw it: after a round
+// between passes (acquired, lost) and a release too, not only after a pass.
+void UpdateLeaseHolder(PassRunner& runner, Metrics* metrics) {
+  if (metrics == nullptr) return;
+  const std::optional<LeaseState> state = CatchingBugs(
+      metrics, 0, "lease state", [&] { return runner.lease_state(); },
+      [](const std::string&) { return std::optional<LeaseState>(); });
+  if (state) metrics->SetLeaseHolder(MayAct(*state, LeaseClock::now()));
+}
+
 std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
   return std::min(options.backoff_cap, options.interval);
 }
@@ -158,6 +178,11 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         bus_connected_ = true;
+        // The server is back: what the backoff was waiting for has happened. The pass woken
+        // below runs at once, and should it fail (the server still starting), its retry
+        // starts over from backoff_initial instead of waiting out the outage's backoff.
+        consecutive_failures_ = 0;
+        retry_at_.reset();
       }
       if (metrics_ != nullptr) metrics_->SetBusConnected(true);
       Log(LogLevel::kInfo, 0, "reconnected to the bus");
@@ -275,6 +300,9 @@ Readiness Loop::readiness() const {
             "bus unreachable" + (last.status.ok() ? std::string() : ": " + last.status.ToString())};
   }
   if (!last.status.ok()) return {false, "last pass failed: " + last.status.ToString()};
+  if (!users_file_failing_.empty()) {
+    return {false, "users file not written: " + users_file_failing_};
+  }
   return {true, "ready"};
 }
 
@@ -286,12 +314,14 @@ HoldState Loop::hold_state() const {
 
 std::shared_ptr<const std::string> Loop::last_report_json() const {
   std::shared_ptr<const PassReport> report;
+  std::shared_ptr<const PassReport> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (last_report_json_ || !last_report_) return last_report_json_;
     report = last_report_;
+    if (last_failed_report_ != last_report_) failed = last_failed_report_;
   }
-  auto json = std::make_shared<const std::string>(ReportToJson(*report));
+  auto json = std::make_shared<const std::string>(DriftToJson(*report, failed.get()));
   std::lock_guard<std::mutex> lock(mutex_);
   // Cached only while it is still the last report (a pass may have finished meanwhile).
   if (last_report_ == report && !last_report_json_) last_report_json_ = json;
@@ -317,6 +347,24 @@ size_t Loop::waiting_requests() const {
 uint64_t Loop::passes_finished() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_;
+}
+
+void Loop::NoteUsersFileLocked(const PassReport& report) {
+  bool written = false;
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.action.kind != ActionKind::kWriteUsersFile) continue;
+    if (o.outcome == Outcome::kDone) {
+      written = true;
+    } else if (o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused) {
+      users_file_failing_ = o.detail.empty() ? std::string(ToString(o.outcome)) : o.detail;
+      return;
+    }
+  }
+  const bool found_as_rendered =
+      report.status.ok() && report.mode == ApplyMode::kApply &&
+      std::none_of(report.remaining.begin(), report.remaining.end(),
+                   [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
+  if (written || found_as_rendered) users_file_failing_.clear();
 }
 
 bool Loop::HeldLocked(Clock::time_point now) const {
@@ -376,8 +424,22 @@ void Loop::Run(PassRunner& runner) {
     std::optional<Trigger> trigger = TakeDueLocked(now);
     if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
       next_lease_round_ = now + options_.lease_round;
+      const LeaseParticipation participation =
+          ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
+      const bool step_down = participation == LeaseParticipation::kStepDown && !stepped_down_;
+      if (participation == LeaseParticipation::kStepDown) stepped_down_ = true;
       lock.unlock();
-      const LeaseChange change = RunLeaseRoundGuarded(runner, metrics_);
+      LeaseChange change = LeaseChange::kNone;
+      if (participation == LeaseParticipation::kTakePart) {
+        change = RunLeaseRoundGuarded(runner, metrics_);
+      } else if (step_down) {
+        // No pass could act for longer than the grace: renewing would keep the standbys out.
+        Log(LogLevel::kWarn, 0,
+            "not taking part in the lease (released if held): no pass got past observation",
+            {{"grace_ms", std::to_string(options_.lease_grace.count())}});
+        ReleaseLeaseGuarded(runner, metrics_);
+      }
+      UpdateLeaseHolder(runner, metrics_);
       lock.lock();
       heartbeat_ = Clock::now();
       if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
@@ -421,15 +483,23 @@ void Loop::Run(PassRunner& runner) {
       Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
     }
     const PassResult result = PassSucceeded(report);
+    // Past observation: the pass planned (its lease round ran, or the pass succeeded).
+    const bool able = report.status.ok() || report.lease.role != LeaseRole::kUnknown;
     if (metrics_ != nullptr) {
       metrics_->RecordPass(report, UnixSecondsNow());
       metrics_->SetBusConnected(connected);
       metrics_->SetCertificateExpiry(expiry);
     }
+    if (options_.lease_round.count() > 0) UpdateLeaseHolder(runner, metrics_);
     lock.lock();
     running_pass_ = false;
     bus_connected_ = connected;
     now = Clock::now();
+    if (!threw) last_pass_ = able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;
+    if (able && !threw) {
+      last_able_ = now;
+      stepped_down_ = false;
+    }
     heartbeat_ = now;
     next_lease_round_ = now + options_.lease_round;  // the pass ran one
     if (result == PassResult::kSuccess) {
@@ -449,9 +519,19 @@ void Loop::Run(PassRunner& runner) {
     for (const auto& waiter : waiters_) {
       if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
     }
+    NoteUsersFileLocked(report);
     last_report_ = std::make_shared<const PassReport>(std::move(report));
+    if (result == PassResult::kFailure) last_failed_report_ = last_report_;
     last_report_json_.reset();
     done_cv_.notify_all();
+  }
+  if (options_.lease_round.count() > 0) {
+    // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
+    // instead of leaving 1.5 intervals without repairs while the entry ages out.
+    lock.unlock();
+    ReleaseLeaseGuarded(runner, metrics_);
+    UpdateLeaseHolder(runner, metrics_);
+    lock.lock();
   }
   exited_ = true;
   done_cv_.notify_all();

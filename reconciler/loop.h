@@ -53,6 +53,11 @@ class PassRunner {
   virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) = 0;
   // A lease round between passes (LoopOptions::lease_round). May throw only on a bug.
   virtual LeaseChange RunLeaseRound() { return LeaseChange::kNone; }
+  // Gives the lease up if held (stepping down, and when the loop stops). May throw only on a bug.
+  virtual void ReleaseLease() {}
+  // The lease as last seen; nullopt without one (then mesh_reconciler_lease_holder follows the
+  // passes' reports alone).
+  virtual std::optional<LeaseState> lease_state() const { return std::nullopt; }
   virtual bool bus_connected() const = 0;
   virtual std::optional<int64_t> bus_certificate_expiry() const = 0;
 };
@@ -66,6 +71,8 @@ class ReconcilerRunner : public PassRunner {
     return reconciler_.RunPass(pass_id, trigger, mode);
   }
   LeaseChange RunLeaseRound() override { return reconciler_.RunLeaseRound(); }
+  void ReleaseLease() override { reconciler_.ReleaseLease(); }
+  std::optional<LeaseState> lease_state() const override { return reconciler_.lease_state(); }
   bool bus_connected() const override { return reconciler_.bus_connected(); }
   std::optional<int64_t> bus_certificate_expiry() const override {
     return reconciler_.bus_certificate_expiry();
@@ -95,6 +102,10 @@ struct LoopOptions {
   // With a lease: a lease round this often while no pass runs (0: none). A round that makes
   // this instance the holder wakes a pass at once (Trigger::kLeaseAcquired).
   std::chrono::milliseconds lease_round{0};
+  // With a lease: while passes fail before planning, how long after the last one that planned
+  // this instance still renews (ParticipationFor); after that it releases the lease and acquires
+  // none until a pass plans again. When the loop stops, the lease is released.
+  std::chrono::milliseconds lease_grace{1000};
 };
 
 // The delay before the retry that follows `consecutive_failures` (>= 1) failed passes, before
@@ -158,7 +169,8 @@ class Loop {
   Health health() const;
   Readiness readiness() const;
   HoldState hold_state() const;
-  // ReportToJson of the last finished pass; null before the first. Serialised on the first
+  // /drift: DriftToJson of the last finished pass and of the last failed one when that is
+  // another pass (key "last_failed"); null before the first. Serialised on the first
   // call after each pass (on the caller's thread, outside the loop's lock) and then shared:
   // a pass that nobody asks about is never serialised (on a first convergence of a large
   // mesh its report runs to megabytes).
@@ -183,6 +195,7 @@ class Loop {
   bool HeldLocked(Clock::time_point now) const;
   std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
   void FinishLocked(PassReport report, Clock::time_point now);
+  void NoteUsersFileLocked(const PassReport& report);
 
   const LoopOptions options_;
   Metrics* const metrics_;
@@ -198,6 +211,11 @@ class Loop {
   uint64_t finished_ = 0;
   Clock::time_point next_periodic_{};
   Clock::time_point next_lease_round_{};  // when lease_round > 0
+  // When a pass last got past observation (the lease's renewal policy); stepped_down_: the
+  // lease was released for want of one, and is not released again until one does.
+  std::optional<Clock::time_point> last_able_;
+  LastPass last_pass_ = LastPass::kStoppedBeforePlan;
+  bool stepped_down_ = false;
   std::optional<Clock::time_point> retry_at_;
   int consecutive_failures_ = 0;
   std::optional<Clock::time_point> hold_until_;
@@ -206,6 +224,11 @@ class Loop {
   Clock::time_point heartbeat_{};
   bool bus_connected_ = false;
   std::shared_ptr<const PassReport> last_report_;
+  // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
+  std::shared_ptr<const PassReport> last_failed_report_;
+  // Why the last write of the users file failed; empty once a pass wrote it or found it as
+  // rendered. Non-empty: /readyz is unready (the server may be running on stale credentials).
+  std::string users_file_failing_;
   // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
   mutable std::shared_ptr<const std::string> last_report_json_;
   std::vector<std::shared_ptr<Waiter>> waiters_;

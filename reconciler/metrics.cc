@@ -176,6 +176,10 @@ void Metrics::SetBusConnected(bool connected) {
   bus_connected_.Set(connected ? 1 : 0);
 }
 
+void Metrics::SetLeaseHolder(bool may_act) {
+  lease_holder_.Set(may_act ? 1 : 0);
+}
+
 void Metrics::SetHeld(bool held) {
   held_.Set(held ? 1 : 0);
 }

@@ -66,6 +66,8 @@ class Metrics {
   void RecordException();
   void SetBusConnected(bool connected);
   void SetHeld(bool held);
+  // mesh_reconciler_lease_holder between passes (a lease round or release changed it).
+  void SetLeaseHolder(bool may_act);
   // nullopt keeps the gauge absent (the expiry is not known).
   void SetCertificateExpiry(std::optional<int64_t> unix_seconds);
 

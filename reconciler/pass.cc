@@ -167,6 +167,11 @@ bool Reconciler::Impl::Render(PassReport& report) {
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
+  if (bus && bus->reconnecting()) {
+    // cnats is reconnecting: its kReconnected wakes a pass the moment the server is back.
+    // A new connection here would drop that one and leave the pass to wait for its backoff.
+    return Status(Errc::kUnavailable, "bus connection lost; reconnecting");
+  }
   if (bus && !bus->connected()) {
     Log(LogLevel::kInfo, pass_id, "bus connection lost; connecting again");
     bus.reset();
@@ -225,11 +230,8 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
     report.api_requests = bus->requests_sent() - requests_before;
     if (auto expiry = bus->certificate_expiry()) certificate_expiry = expiry;
   }
-  if (!report.status.ok()) {
-    Log(LogLevel::kWarn, report.pass_id, "pass failed",
-        {{"trigger", ToString(report.trigger)}, {"error", report.status.ToString()}});
-    return;
-  }
+  // Every outcome is logged, also those of a pass that fails after apply (the server lost while
+  // observing again): what it did must not exist only as counters.
   int failed = 0;
   for (const ActionOutcome& o : report.outcomes) {
     const bool bad = o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused;
@@ -240,6 +242,14 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
          {"outcome", ToString(o.outcome)},
          {"err_code", std::to_string(o.err_code)},
          {"detail", o.detail}});
+  }
+  if (!report.status.ok()) {
+    Log(LogLevel::kWarn, report.pass_id, "pass failed",
+        {{"trigger", ToString(report.trigger)},
+         {"error", report.status.ToString()},
+         {"applied", std::to_string(report.outcomes.size())},
+         {"failed", std::to_string(failed)}});
+    return;
   }
   char duration[32];
   std::snprintf(duration, sizeof duration, "%.3f", report.duration_seconds);
@@ -406,8 +416,23 @@ LeaseChange Reconciler::RunLeaseRound() {
                                                          : LeaseChange::kNone;
 }
 
+void Reconciler::ReleaseLease() {
+  Impl& impl = *impl_;
+  if (!impl.lease || impl.lease->lease().state().role != LeaseRole::kHolder) return;
+  if (!impl.bus || !impl.bus->connected()) return;  // it ages out on its own
+  const Status released = impl.lease->Release(impl.bus->native_handle(), impl.cluster_size);
+  Log(released.ok() ? LogLevel::kInfo : LogLevel::kWarn, 0, "lease released",
+      {{"error", released.ok() ? std::string() : released.ToString()}});
+}
+
+LeaseState Reconciler::lease_state() const {
+  if (!impl_->lease) return LeaseState{};
+  return impl_->lease->lease().state();
+}
+
 bool Reconciler::bus_connected() const {
-  return impl_->bus && impl_->bus->connected();
+  // A server that stopped answering is not a bus one is connected to (mesh_bus_connected).
+  return impl_->bus && impl_->bus->connected() && impl_->bus->answering();
 }
 
 std::optional<int64_t> Reconciler::bus_certificate_expiry() const {

@@ -78,6 +78,11 @@ class Reconciler {
   // when it is down). kAcquired when this round made this instance the holder. Called on the
   // reconcile thread only, like RunPass.
   LeaseChange RunLeaseRound();
+  // With --lease: gives the lease up when this instance holds it (on SIGTERM, or when its
+  // passes cannot act: ParticipationFor). Reconcile thread only.
+  void ReleaseLease();
+  // The lease as last seen (role kOff without --lease). Reconcile thread only.
+  LeaseState lease_state() const;
 
   bool bus_connected() const;
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.
@@ -93,6 +98,10 @@ class Reconciler {
 // CLI prints a daemon's answer with FormatReportTable). No secrets in either.
 std::string FormatReportTable(const PassReport& report);
 std::string ReportToJson(const PassReport& report);
+// /drift: `last` as ReportToJson writes it, and, when given, the last failed pass (a pass that
+// could not plan, or with a failed action) under the key "last_failed" in the same form, so that
+// what a failed pass did outlives the passes after it.
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed);
 Result<PassReport> ReportFromJson(const std::string& json);
 
 }  // namespace mesh::reconciler

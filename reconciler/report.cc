@@ -427,11 +427,10 @@ std::string FormatReportTable(const PassReport& report) {
   return out.str();
 }
 
-std::string ReportToJson(const PassReport& report) {
-  rapidjson::StringBuffer buffer;
-  Writer w(buffer);
-  w.SetIndent(' ', 2);
-  w.StartObject();
+namespace {
+
+// The report's members, inside an object the caller has started.
+void WriteReportMembers(Writer& w, const PassReport& report) {
   Field(w, "pass_id", static_cast<int64_t>(report.pass_id));
   Field(w, "trigger", ToString(report.trigger));
   Field(w, "mode", ModeName(report.mode));
@@ -472,6 +471,26 @@ std::string ReportToJson(const PassReport& report) {
   w.Key("duration_seconds");
   w.Double(report.duration_seconds);
   Field(w, "api_requests", report.api_requests);
+}
+
+}  // namespace
+
+std::string ReportToJson(const PassReport& report) {
+  return DriftToJson(report, nullptr);
+}
+
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed) {
+  rapidjson::StringBuffer buffer;
+  Writer w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  WriteReportMembers(w, last);
+  if (last_failed != nullptr) {
+    w.Key("last_failed");
+    w.StartObject();
+    WriteReportMembers(w, *last_failed);
+    w.EndObject();
+  }
   w.EndObject();
   buffer.Put('\n');  // one exact-size copy below: a first convergence's report is megabytes
   return std::string(buffer.GetString(), buffer.GetSize());

@@ -139,6 +139,61 @@ TEST_CASE("A holder that stops renewing ages out, and the other instance acquire
   CHECK_FALSE(a.MayAct(store.now));
 }
 
+TEST_CASE("Renew only while passes plan: failing, within the grace take part, after it step down",
+          "[lease]") {
+  const milliseconds interval{10000};
+  const milliseconds grace = LeaseGraceFor(interval);
+  CHECK(grace == milliseconds(5000));
+  CHECK(LeaseGraceFor(milliseconds(500)) == milliseconds(1000));
+  const auto kStopped = LastPass::kStoppedBeforePlan;
+  // The last pass planned: take part, however long ago (passes come once an interval).
+  CHECK(ParticipationFor(LastPass::kPlanned, kStart, kStart + interval * 2, grace) ==
+        LeaseParticipation::kTakePart);
+  // Never planned: never renew, never acquire.
+  CHECK(ParticipationFor(kStopped, std::nullopt, kStart, grace) == LeaseParticipation::kStepDown);
+  // Failing since: take part within the grace after the last pass that planned, then step down.
+  CHECK(ParticipationFor(kStopped, kStart, kStart, grace) == LeaseParticipation::kTakePart);
+  CHECK(ParticipationFor(kStopped, kStart, kStart + grace, grace) == LeaseParticipation::kTakePart);
+  CHECK(ParticipationFor(kStopped, kStart, kStart + grace + milliseconds(1), grace) ==
+        LeaseParticipation::kStepDown);
+  // A holder that steps down at the end of its grace has released well before its entry
+  // would have aged out (the time to live is 1.5 intervals).
+  CHECK(grace + LeaseRoundFor(interval) < LeaseTtlFor(interval));
+}
+
+TEST_CASE("A released lease is free at once: the other instance's next round takes it", "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  Lease b("b-2");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+  REQUIRE(b.TryAcquireOrRenew(store, kStart).role == LeaseRole::kStandby);
+
+  store.now = kStart + milliseconds(10);  // long before the entry would age out
+  REQUIRE(a.Release(store).ok());
+  CHECK(a.state().role == LeaseRole::kStandby);
+  CHECK_FALSE(a.MayAct(store.now));
+  CHECK(store.entry.holder.empty());
+
+  LeaseState taken = b.TryAcquireOrRenew(store, store.now);
+  CHECK(taken.role == LeaseRole::kHolder);
+  CHECK(taken.holder == "b-2");
+  CHECK(b.MayAct(store.now));
+  // Releasing what one does not hold writes nothing.
+  const int writes = store.writes;
+  CHECK(a.Release(store).ok());
+  CHECK(store.writes == writes);
+  CHECK(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kStandby);
+}
+
+TEST_CASE("A release that gets no answer still stops the holder acting", "[lease]") {
+  FakeStore store(kStart);
+  Lease a("a-1");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+  store.unreachable = true;
+  CHECK_FALSE(a.Release(store).ok());
+  CHECK_FALSE(a.MayAct(kStart));
+}
+
 // Two instances running lease rounds every LeaseRoundFor(interval), as the loop does between
 // passes, with the time to live the daemon uses: while the holder lives the other stays
 // standby; whenever the holder dies (any moment of its round, any phase of the other's rounds)

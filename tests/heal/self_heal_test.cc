@@ -1,0 +1,442 @@
+// Faults that once needed a person (issue 13), each on real processes: the real daemon binary
+// against a real nats-server, stopped, frozen or restarted by PID. Every wait is on a condition;
+// the only clocks asserted on are the daemon's own triggers and states, never a tight bound.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/support/mesh_gen.h"
+#include "observers/bus.h"
+#include "reconciler/pass.h"
+#include "tests/reconciler/daemon_support.h"
+#include "tests/reconciler/pass_fixtures.h"
+
+namespace mesh::reconciler::test {
+namespace {
+
+using mesh::testing::WaitFor;
+using std::chrono::seconds;
+
+constexpr char kAdminToken[] = "self-heal-test-admin-token-0123456789abcdef";
+
+// Lines of the daemon's log that are about pass `pass_id` and carry `needle`.
+int CountLines(const std::string& log, uint64_t pass_id, const std::string& needle) {
+  const std::string pass = " pass=" + std::to_string(pass_id) + " ";
+  int n = 0;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line(log.data() + start, end - start);
+    if (line.find(pass) != std::string_view::npos && line.find(needle) != std::string_view::npos) {
+      ++n;
+    }
+    start = end + 1;
+  }
+  return n;
+}
+
+std::string LargeMeshJson() {
+  return mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Large()));
+}
+
+// The monitoring endpoint's stream count (from /jsz), or -1 when it does not answer.
+int StreamsOnServer(const mesh::testing::NatsServer& server) {
+  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
+  if (!jsz.ok() || jsz->status != 200) return -1;
+  const std::string key = "\"streams\": ";
+  const size_t at = jsz->body.find(key);
+  return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
+}
+
+// A TCP forwarder on 127.0.0.1: what a daemon is given as its monitoring endpoint, so that the
+// test can make that endpoint unreachable for this daemon alone (Cut: every connection closed,
+// new ones refused) while the server itself runs on.
+class TcpProxy {
+ public:
+  explicit TcpProxy(int target_port) : target_port_(target_port) {
+    port_ = mesh::testing::FreePort();
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;
+    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in address = Loopback(port_);
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        listen(listener_, 64) != 0 || pipe(stop_) != 0) {
+      throw std::runtime_error("TcpProxy: cannot listen");
+    }
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~TcpProxy() { Cut(); }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Cut() {
+    if (!thread_.joinable()) return;
+    (void)!write(stop_[1], "x", 1);
+    thread_.join();
+    close(stop_[0]);
+    close(stop_[1]);
+  }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return address;
+  }
+  void Run() {
+    std::vector<std::pair<int, int>> pairs;  // client, upstream
+    while (true) {
+      std::vector<pollfd> fds = {{stop_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
+      for (const auto& [a, b] : pairs) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 1000) < 0) break;
+      if (fds[0].revents != 0) break;
+      if (fds[1].revents & POLLIN) {
+        const int client = accept(listener_, nullptr, nullptr);
+        const int upstream = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address = Loopback(target_port_);
+        if (client >= 0 &&
+            connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+          pairs.emplace_back(client, upstream);
+        } else {
+          if (client >= 0) close(client);
+          close(upstream);
+        }
+      }
+      std::vector<size_t> closed;
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        for (int side = 0; side < 2; ++side) {
+          if (fds[2 + 2 * i + side].revents == 0) continue;
+          const int from = side == 0 ? pairs[i].first : pairs[i].second;
+          const int to = side == 0 ? pairs[i].second : pairs[i].first;
+          char buffer[16384];
+          const ssize_t n = read(from, buffer, sizeof buffer);
+          if (n <= 0 || write(to, buffer, static_cast<size_t>(n)) != n) {
+            closed.push_back(i);
+            break;
+          }
+        }
+      }
+      for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
+        close(pairs[*it].first);
+        close(pairs[*it].second);
+        pairs.erase(pairs.begin() + static_cast<std::ptrdiff_t>(*it));
+      }
+    }
+    for (const auto& [a, b] : pairs) {
+      close(a);
+      close(b);
+    }
+    close(listener_);
+  }
+
+  int target_port_;
+  int port_ = 0;
+  int listener_ = -1;
+  int stop_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+// A live mesh and the daemon on it (interval 1 h: every pass here is woken, never periodic).
+enum class Monitor { kWith, kWithout };
+
+struct HealFixture {
+  explicit HealFixture(std::vector<std::string> extra = {},
+                       const std::string& records = ExampleRecordsJson(),
+                       const std::string& users_file = "", Monitor monitor = Monitor::kWith)
+      : mesh(records) {
+    token_path = mesh.dir + "/admin.token";
+    mesh::testing::WriteFile(token_path, std::string(kAdminToken) + "\n");
+    const Settings s = mesh.PassSettings();
+    std::vector<std::string> args = {
+        "--records",     s.records_path,
+        "--bus",         s.bus.urls[0],
+        "--user",        s.bus.user,
+        "--users-file",  users_file.empty() ? s.users_file : users_file,
+        "--pid-file",    s.pid_file,
+        "--monitor",     s.monitor_url,
+        "--bcrypt-cost", std::to_string(kCheapCost),
+        "--token-file",  token_path,
+        "--interval",    "1h"};
+    if (monitor == Monitor::kWithout) {
+      // The pass then learns of an outage from the bus alone.
+      auto at = std::find(args.begin(), args.end(), "--monitor");
+      args.erase(at, at + 2);
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    daemon = DaemonProcess::Start(args,
+                                  {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+  }
+
+  double Metric(const std::string& series) const { return daemon->Metric(series).value_or(-1); }
+  double Passes(const std::string& trigger, const std::string& result) const {
+    return daemon
+        ->Metric("mesh_reconcile_passes_total{result=\"" + result + "\",trigger=\"" + trigger +
+                 "\"}")
+        .value_or(0);
+  }
+  // The highest "consecutive_failures" the daemon has logged.
+  int ConsecutiveFailures() const {
+    static const std::regex kField("consecutive_failures=([0-9]+)");
+    const std::string log = daemon->log();
+    int highest = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), kField);
+         it != std::sregex_iterator(); ++it) {
+      highest = std::max(highest, std::stoi((*it)[1].str()));
+    }
+    return highest;
+  }
+  // POST /reconcile: the report of a pass that started after the call.
+  Result<PassReport> Reconcile() const {
+    auto reply = daemon->Post("/reconcile", kAdminToken);
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) {
+      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
+    }
+    return ReportFromJson(reply->body);
+  }
+  std::string Readyz() const {
+    auto ready = daemon->Get("/readyz");
+    return ready.ok() ? std::to_string(ready->status) + " " + ready->body : "unreachable";
+  }
+  bool Ready() const {
+    auto ready = daemon->Get("/readyz");
+    return ready.ok() && ready->status == 200;
+  }
+
+  LiveMesh mesh;
+  std::string token_path;
+  std::unique_ptr<DaemonProcess> daemon;
+};
+
+// ---------- item 9: a reconnect is a wake-up that cuts the backoff ----------
+
+TEST_CASE("After a bus outage the pass that heals is the reconnect's, not the backoff's",
+          "[faults][integration][daemon]") {
+  Monitor monitor = Monitor::kWith;
+  SECTION("with the monitoring endpoint") {
+    monitor = Monitor::kWith;
+  }
+  SECTION("without it: the pass itself finds the bus gone") {
+    monitor = Monitor::kWithout;
+  }
+  HealFixture f({}, ExampleRecordsJson(), "", monitor);
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  f.mesh.server->Stop();
+  // Let the passes fail until the backoff has grown to 8 s (1, 2, 4, 8): a retry is far off.
+  const bool backed_off = WaitFor([&] { return f.ConsecutiveFailures() >= 4; }, seconds(60));
+  INFO(f.daemon->log());
+  REQUIRE(backed_off);
+  const double retries_before = f.Passes("retry", "success");
+  f.mesh.server->Restart();
+  const bool healed = WaitFor([&] { return f.Ready(); }, seconds(60));
+  INFO(f.daemon->log());
+  REQUIRE(healed);
+  // The first successful pass after the outage was woken by the reconnect.
+  CHECK(f.Passes("reconnect", "success") >= 1);
+  CHECK(f.Passes("retry", "success") == retries_before);
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+// ---------- item 8: what a failed pass did is kept ----------
+
+TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as last_failed",
+          "[faults][integration][daemon]") {
+  // The daemon's first pass creates a large mesh; the server dies while it does.
+  HealFixture f({}, LargeMeshJson());
+  REQUIRE(WaitFor([&] { return StreamsOnServer(*f.mesh.server) >= 20; }, seconds(60)));
+  f.mesh.server->Kill();
+  const bool failed = WaitFor([&] { return f.Passes("start", "failure") == 1; }, seconds(90));
+  INFO(f.daemon->log());
+  REQUIRE(failed);
+  const std::string log = f.daemon->log();
+  // Pass 1 applied something and failed: each outcome is in the log, done and failed alike.
+  CHECK(CountLines(log, 1, "msg=action action=create_stream") > 0);
+  CHECK(CountLines(log, 1, "outcome=done") > 0);
+  CHECK(CountLines(log, 1, "outcome=failed") > 0);
+  CHECK(CountLines(log, 1, "msg=\"pass failed\"") + CountLines(log, 1, "msg=\"pass finished\"") ==
+        1);
+
+  // The server back: a later pass converges, and /drift still shows what pass 1 did.
+  f.mesh.server->Restart();
+  const bool converged = WaitFor(
+      [&] {
+        Result<PassReport> report = f.Reconcile();
+        return report.ok() && report->converged();
+      },
+      seconds(120));
+  REQUIRE(converged);
+  auto drift = f.daemon->Get("/drift");
+  REQUIRE(drift.ok());
+  REQUIRE(drift->status == 200);
+  rapidjson::Document doc;
+  doc.Parse(drift->body.data(), drift->body.size());
+  REQUIRE(doc.IsObject());
+  CHECK(doc["converged"].GetBool());
+  REQUIRE(doc.HasMember("last_failed"));
+  REQUIRE(doc["last_failed"].IsObject());
+  const auto& last_failed = doc["last_failed"];
+  CHECK(last_failed["pass_id"].GetInt64() >= 1);
+  CHECK(last_failed["pass_id"].GetInt64() < doc["pass_id"].GetInt64());
+  REQUIRE(last_failed["outcomes"].IsArray());
+  if (last_failed["pass_id"].GetInt64() == 1) CHECK(last_failed["outcomes"].Size() > 0);
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+TEST_CASE("While the users file cannot be written /readyz is unready, and ready once it is",
+          "[faults][integration][daemon]") {
+  // The folder of the users file is a regular file: every write fails (ENOTDIR), as root too.
+  const std::string blocked_dir = mesh::testing::MakeTempDir("mesh-heal") + "/blocked";
+  mesh::testing::WriteFile(blocked_dir, "not a folder\n");
+  HealFixture f({}, ExampleRecordsJson(), blocked_dir + "/users.conf");
+  std::string last;
+  const bool unready = WaitFor(
+      [&] {
+        last = f.Readyz();
+        return last.rfind("503 users file not written", 0) == 0;
+      },
+      seconds(60));
+  INFO(last);
+  INFO(f.daemon->log());
+  REQUIRE(unready);
+  // It stays unready pass after pass while the writes keep failing.
+  Result<PassReport> again = f.Reconcile();
+  REQUIRE(again.ok());
+  CHECK(again->any_action_failed());
+  CHECK(f.Readyz().rfind("503 users file not written", 0) == 0);
+
+  // Fixed: the next pass writes the file and the daemon is ready again.
+  std::filesystem::remove(blocked_dir);
+  std::filesystem::create_directory(blocked_dir);
+  const bool ready = WaitFor(
+      [&] {
+        Result<PassReport> report = f.Reconcile();
+        last = f.Readyz();
+        return report.ok() && f.Ready();
+      },
+      seconds(60));
+  INFO(last);
+  CHECK(ready);
+  std::filesystem::remove_all(std::filesystem::path(blocked_dir).parent_path());
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+TEST_CASE("A frozen server shows in mesh_bus_connected when a pass's requests time out",
+          "[faults][integration][daemon]") {
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  REQUIRE(f.Metric("mesh_bus_connected") == 1);
+  struct Thaw {  // whatever happens below, the server must not stay frozen
+    mesh::testing::NatsServer& server;
+    ~Thaw() { server.Thaw(); }
+  } thaw{*f.mesh.server};
+  f.mesh.server->Freeze();
+  // A forced pass runs into the silence (one request timeout); when it returns, the metric
+  // already says so: no waiting for cnats' PINGs (minutes by default).
+  Result<PassReport> frozen = f.Reconcile();
+  REQUIRE(frozen.ok());
+  CHECK_FALSE(frozen->status.ok());
+  CHECK(f.Metric("mesh_bus_connected") == 0);
+  CHECK(f.Readyz().rfind("503 bus unreachable", 0) == 0);
+  f.mesh.server->Thaw();
+  const bool back = WaitFor(
+      [&] {
+        Result<PassReport> report = f.Reconcile();
+        return report.ok() && report->converged() && f.Metric("mesh_bus_connected") == 1;
+      },
+      seconds(60));
+  INFO(f.daemon->log());
+  CHECK(back);
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+// ---------- item 2: a lease holder that cannot act gives the lease up ----------
+
+constexpr char kLeaseHolder[] = "mesh_reconciler_lease_holder";
+
+// A second daemon with --lease on the same server and records (as a second pod would be), its
+// monitoring endpoint behind `monitor_url`.
+std::unique_ptr<DaemonProcess> StartLeased(const HealFixture& f, const std::string& monitor_url,
+                                           const std::string& interval) {
+  const Settings s = f.mesh.PassSettings();
+  return DaemonProcess::Start(
+      {"--records", s.records_path, "--bus", s.bus.urls[0], "--user", s.bus.user, "--users-file",
+       s.users_file, "--pid-file", s.pid_file, "--monitor", monitor_url, "--bcrypt-cost",
+       std::to_string(kCheapCost), "--token-file", f.token_path, "--interval", interval, "--lease"},
+      {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+}
+
+bool Holds(const DaemonProcess& daemon) {
+  return daemon.Metric(kLeaseHolder).value_or(-1) == 1;
+}
+
+TEST_CASE("A lease holder whose passes cannot act lets a standby take over, which repairs",
+          "[faults][integration][daemon][lease]") {
+  // The fixture's own daemon (no lease) only provides the mesh; it is stopped at once.
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  REQUIRE(f.daemon->Terminate(seconds(10)) == 0);
+
+  TcpProxy monitor(f.mesh.server->monitor_port());
+  auto holder = StartLeased(f, monitor.url(), "4s");
+  REQUIRE(WaitFor([&] { return Holds(*holder); }, seconds(60)));
+  auto standby = StartLeased(f, f.mesh.server->monitor_url(), "4s");
+  REQUIRE(WaitFor([&] { return standby->Metric(kLeaseHolder).value_or(-1) == 0; }, seconds(60)));
+
+  // The holder's monitoring endpoint goes away: every one of its passes fails before planning.
+  monitor.Cut();
+  auto admin = observers::BusConnection::Connect(f.mesh.PassSettings().bus);
+  REQUIRE(admin.ok());
+  observers::ApiReply deleted = (*admin)->Request({"$JS.API.STREAM.DELETE.EVENTS", ""});
+  REQUIRE(deleted.payload.find("\"success\":true") != std::string::npos);
+  auto exists = [&] {
+    observers::ApiReply info = (*admin)->Request({"$JS.API.STREAM.INFO.EVENTS", ""});
+    return info.status.ok() && info.payload.find("\"error\"") == std::string::npos;
+  };
+  const bool taken_over = WaitFor([&] { return Holds(*standby); }, seconds(40));
+  INFO("--- holder\n" << holder->log() << "--- standby\n" << standby->log());
+  REQUIRE(taken_over);
+  CHECK(WaitFor(exists, seconds(40)));
+  CHECK(holder->Metric(kLeaseHolder) == 0);
+  CHECK(standby->Terminate(seconds(10)) == 0);
+  CHECK(holder->Terminate(seconds(10)) == 0);
+}
+
+TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entry would expire",
+          "[faults][integration][daemon][lease]") {
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  REQUIRE(f.daemon->Terminate(seconds(10)) == 0);
+  // A 20 s interval: the entry lives 30 s unrenewed, a standby rounds every 5 s.
+  auto holder = StartLeased(f, f.mesh.server->monitor_url(), "20s");
+  REQUIRE(WaitFor([&] { return Holds(*holder); }, seconds(60)));
+  auto standby = StartLeased(f, f.mesh.server->monitor_url(), "20s");
+  REQUIRE(WaitFor([&] { return standby->Metric(kLeaseHolder).value_or(-1) == 0; }, seconds(60)));
+
+  REQUIRE(holder->Terminate(seconds(10)) == 0);
+  // Within one interval (the entry, renewed at most a quarter interval ago, would outlive it).
+  const bool taken = WaitFor([&] { return Holds(*standby); }, seconds(20));
+  INFO(standby->log());
+  CHECK(taken);
+  CHECK(standby->Terminate(seconds(10)) == 0);
+}
+
+}  // namespace
+}  // namespace mesh::reconciler::test
