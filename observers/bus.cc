@@ -108,6 +108,8 @@ struct BusConnection::Impl {
   std::vector<SubscriptionPtr> advisory_subscriptions;
   std::atomic<int64_t> requests_sent{0};
   std::shared_ptr<const TlsObservations> tls;  // null on a plaintext connection
+  std::string version_url;                     // the server server_version was probed on
+  std::optional<ServerVersion> version;
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -209,6 +211,18 @@ natsConnection* BusConnection::native_handle() const {
 
 int64_t BusConnection::requests_sent() const {
   return impl_->requests_sent.load();
+}
+
+std::optional<ServerVersion> BusConnection::server_version() {
+  Impl& impl = *impl_;
+  const std::string url = connected_url();
+  if (url.empty()) return impl.version;
+  if (url != impl.version_url) {
+    Result<ServerVersion> probed = ProbeServerVersion(url, impl.settings.connect_timeout);
+    impl.version = probed.ok() ? std::optional<ServerVersion>(*probed) : std::nullopt;
+    impl.version_url = probed.ok() ? url : std::string();
+  }
+  return impl.version;
 }
 
 std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& requests) {
