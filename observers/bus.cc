@@ -121,6 +121,8 @@ struct BusConnection::Impl {
   // False from a request that expired with no answer to anything since it was sent (a frozen
   // server) until the next answer.
   std::atomic<bool> answering{true};
+  std::string version_url;  // the server server_version was probed on
+  std::optional<ServerVersion> version;
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -250,6 +252,18 @@ natsConnection* BusConnection::native_handle() const {
 
 int64_t BusConnection::requests_sent() const {
   return impl_->requests_sent.load();
+}
+
+std::optional<ServerVersion> BusConnection::server_version() {
+  Impl& impl = *impl_;
+  const std::string url = connected_url();
+  if (url.empty()) return impl.version;
+  if (url != impl.version_url) {
+    Result<ServerVersion> probed = ProbeServerVersion(url, impl.settings.connect_timeout);
+    impl.version = probed.ok() ? std::optional<ServerVersion>(*probed) : std::nullopt;
+    impl.version_url = probed.ok() ? url : std::string();
+  }
+  return impl.version;
 }
 
 std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& requests) {

@@ -17,6 +17,7 @@
 
 #include "model/names.h"
 #include "model/result.h"
+#include "observers/server_version.h"
 
 namespace mesh::observers {
 
@@ -95,6 +96,12 @@ class BusConnection {
 
   // Total API requests sent since connect (for metrics and benchmarks).
   int64_t requests_sent() const;
+
+  // The version of the server this connection is on (observers/server_version.h), read from
+  // its INFO greeting on a short probe connection the first time it is asked and again after
+  // the connection moved to another server (a rolling upgrade mixes versions). nullopt when
+  // the probe failed: callers then take what works on every version (2.9's requests).
+  std::optional<ServerVersion> server_version();
 
  private:
   BusConnection();

@@ -54,17 +54,32 @@ int64_t Int(const rapidjson::Value& object, const char* key, int64_t absent) {
   return v != nullptr && v->IsInt64() ? v->GetInt64() : absent;
 }
 
-// Decodes an API enum string; `absent` when the server omitted the field.
+// Decodes an API enum string; `absent` when the server omitted the field. A value this build
+// does not know (a newer server's) decodes as `absent` and is named in `problems`.
 template <typename E, size_t N>
-Result<E> Enum(const rapidjson::Value& object, const char* key, E absent,
-               const std::array<E, N>& values) {
+E Enum(const rapidjson::Value& object, const char* key, E absent, const std::array<E, N>& values,
+       std::vector<std::string>& problems) {
   const rapidjson::Value* v = Member(object, key);
   if (v == nullptr) return absent;
   const std::string text = v->IsString() ? std::string(v->GetString()) : "";
   for (E value : values) {
     if (text == model::ToApi(value)) return value;
   }
-  return Status(Errc::kInternal, std::string("config.") + key + ": unknown value \"" + text + "\"");
+  problems.push_back(std::string("config.") + key + ": unknown value \"" + text + "\"");
+  return absent;
+}
+
+std::string JoinProblems(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const std::string& p : problems) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+std::string Compact(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  value.Accept(writer);
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 constexpr std::array kRetentions = {Retention::kLimits, Retention::kInterest,
@@ -78,28 +93,36 @@ constexpr std::array kDeliverPolicies = {
     DeliverPolicy::kByStartTime, DeliverPolicy::kLastPerSubject};
 constexpr std::array kReplayPolicies = {ReplayPolicy::kInstant, ReplayPolicy::kOriginal};
 
+// A decoded config and what could not be decoded in it (empty when everything was).
+template <typename Spec>
+struct Decoded {
+  Spec spec;
+  std::string problem;
+};
+
 // Server defaults (nats-server 2.9 setConfigDefaults): what an omitted or zero field means.
-Result<StreamSpec> DecodeStream(const rapidjson::Value& config) {
-  StreamSpec spec;
+// Decodes what it can: an unknown value is a problem of this object, not an error, so that one
+// odd object (often a foreign one) never fails the observation of the others.
+Result<Decoded<StreamSpec>> DecodeStream(const rapidjson::Value& config) {
+  Decoded<StreamSpec> out;
+  StreamSpec& spec = out.spec;
+  std::vector<std::string> problems;
   spec.name = StreamName(String(config, "name"));
   if (spec.name.empty()) return Status(Errc::kInternal, "stream config without a name");
   if (const rapidjson::Value* subjects = Member(config, "subjects"); subjects != nullptr) {
-    if (!subjects->IsArray()) return Status(Errc::kInternal, "config.subjects: not an array");
-    for (const auto& subject : subjects->GetArray()) {
-      if (subject.IsString()) spec.subjects.emplace_back(subject.GetString());
+    if (!subjects->IsArray()) {
+      problems.push_back("config.subjects: not an array");
+    } else {
+      for (const auto& subject : subjects->GetArray()) {
+        if (subject.IsString()) spec.subjects.emplace_back(subject.GetString());
+      }
     }
   }
   std::sort(spec.subjects.begin(), spec.subjects.end());
   spec.subjects.erase(std::unique(spec.subjects.begin(), spec.subjects.end()), spec.subjects.end());
-  auto retention = Enum(config, "retention", Retention::kLimits, kRetentions);
-  auto storage = Enum(config, "storage", Storage::kFile, kStorages);
-  auto discard = Enum(config, "discard", Discard::kOld, kDiscards);
-  if (!retention.ok()) return retention.status();
-  if (!storage.ok()) return storage.status();
-  if (!discard.ok()) return discard.status();
-  spec.retention = *retention;
-  spec.storage = *storage;
-  spec.discard = *discard;
+  spec.retention = Enum(config, "retention", Retention::kLimits, kRetentions, problems);
+  spec.storage = Enum(config, "storage", Storage::kFile, kStorages, problems);
+  spec.discard = Enum(config, "discard", Discard::kOld, kDiscards, problems);
   spec.replicas = static_cast<int>(std::max<int64_t>(1, Int(config, "num_replicas", 1)));
   spec.max_age_ns = Int(config, "max_age", 0);
   spec.max_msgs = Int(config, "max_msgs", model::kUnlimited);
@@ -107,31 +130,29 @@ Result<StreamSpec> DecodeStream(const rapidjson::Value& config) {
   if (spec.max_msgs == 0) spec.max_msgs = model::kUnlimited;
   if (spec.max_bytes == 0) spec.max_bytes = model::kUnlimited;
   spec.description = String(config, "description");
-  return spec;
+  out.problem = JoinProblems(problems);
+  return out;
 }
 
-Result<ConsumerSpec> DecodeConsumer(std::string_view stream, const rapidjson::Value& config) {
-  ConsumerSpec spec;
+Decoded<ConsumerSpec> DecodeConsumer(std::string_view stream, const rapidjson::Value& config) {
+  Decoded<ConsumerSpec> out;
+  ConsumerSpec& spec = out.spec;
+  std::vector<std::string> problems;
   spec.stream = StreamName(std::string(stream));
   spec.durable = ConsumerName(String(config, "durable_name"));
   spec.filter_subject = String(config, "filter_subject");
   spec.deliver_subject = String(config, "deliver_subject");
   spec.deliver_group = String(config, "deliver_group");
   // ack_policy "none" is the API's zero value; ack_wait is omitted for it and defaults to 30 s.
-  auto ack = Enum(config, "ack_policy", AckPolicy::kNone, kAckPolicies);
-  auto deliver = Enum(config, "deliver_policy", DeliverPolicy::kAll, kDeliverPolicies);
-  auto replay = Enum(config, "replay_policy", ReplayPolicy::kInstant, kReplayPolicies);
-  if (!ack.ok()) return ack.status();
-  if (!deliver.ok()) return deliver.status();
-  if (!replay.ok()) return replay.status();
-  spec.ack = *ack;
-  spec.deliver = *deliver;
-  spec.replay = *replay;
+  spec.ack = Enum(config, "ack_policy", AckPolicy::kNone, kAckPolicies, problems);
+  spec.deliver = Enum(config, "deliver_policy", DeliverPolicy::kAll, kDeliverPolicies, problems);
+  spec.replay = Enum(config, "replay_policy", ReplayPolicy::kInstant, kReplayPolicies, problems);
   spec.ack_wait_ns = Int(config, "ack_wait", model::kAckWaitNanos);
   if (spec.ack_wait_ns == 0) spec.ack_wait_ns = model::kAckWaitNanos;
   spec.max_deliver = Int(config, "max_deliver", model::kUnlimited);
   if (spec.max_deliver == 0) spec.max_deliver = model::kUnlimited;
-  return spec;
+  out.problem = JoinProblems(problems);
+  return out;
 }
 
 // ---- Talking to the API -----------------------------------------------------------------------
@@ -230,15 +251,12 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
       if (page->items == nullptr) continue;
       for (const auto& item : page->items->GetArray()) {
         const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
-        if (config == nullptr || !config->IsObject()) {
-          return Status(Errc::kInternal, std::string(kStreamList) + ": entry without config");
-        }
-        auto spec = DecodeStream(*config);
-        if (!spec.ok()) {
-          return Status(spec.status().code(),
-                        std::string(kStreamList) + ": " + spec.status().message());
-        }
-        ObservedStream stream{std::move(*spec), ""};
+        // An entry that names no stream cannot be anyone's: skipped, the others still count.
+        if (config == nullptr || !config->IsObject()) continue;
+        auto decoded = DecodeStream(*config);
+        if (!decoded.ok()) continue;
+        ObservedStream stream{std::move(decoded->spec), "", Compact(*config),
+                              std::move(decoded->problem)};
         // Clustered servers describe each stream's group; a standalone server omits "cluster".
         if (const rapidjson::Value* cluster = Member(item, "cluster");
             cluster != nullptr && cluster->IsObject()) {
@@ -263,14 +281,16 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
   return Status::Ok();
 }
 
-// Lists the consumers of every stream, settings.max_in_flight lists at a time.
-Status ListConsumers(BusConnection& bus, ObservedJetStream& out) {
+// Lists the consumers of the streams in scope, settings.max_in_flight lists at a time.
+Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
   struct Pending {
     std::string stream;
     int64_t offset;
   };
   std::vector<Pending> pending;
-  for (const ObservedStream& stream : out.streams) pending.push_back({stream.config.name.str(), 0});
+  for (const ObservedStream& stream : out.streams) {
+    if (scope.Covers(stream)) pending.push_back({stream.config.name.str(), 0});
+  }
   std::set<std::string> vanished;  // deleted between the two lists
   while (!pending.empty()) {
     std::vector<ApiRequest> requests;
@@ -295,14 +315,10 @@ Status ListConsumers(BusConnection& bus, ObservedJetStream& out) {
       if (page->items == nullptr) continue;
       for (const auto& item : page->items->GetArray()) {
         const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
-        if (config == nullptr || !config->IsObject()) {
-          return Status(Errc::kInternal, requests[i].subject + ": entry without config");
-        }
-        auto spec = DecodeConsumer(stream, *config);
-        if (!spec.ok()) {
-          return Status(spec.status().code(), requests[i].subject + ": " + spec.status().message());
-        }
-        out.consumers.push_back({std::move(*spec)});
+        if (config == nullptr || !config->IsObject()) continue;  // names no consumer: skipped
+        Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *config);
+        out.consumers.push_back(
+            {std::move(decoded.spec), Compact(*config), std::move(decoded.problem)});
       }
       if (pending[i].offset == 0) {
         for (int64_t offset : RemainingOffsets(*page)) next.push_back({stream, offset});
@@ -351,6 +367,44 @@ void WriteConsumerConfig(JsonWriter& w, const ConsumerSpec& spec) {
   w.EndObject();
 }
 
+void WriteAction(JsonWriter& w, ConsumerRequest request) {
+  switch (request) {
+    case ConsumerRequest::kLegacy:
+      return;
+    case ConsumerRequest::kCreate:
+      Field(w, "action", std::string("create"));
+      return;
+    case ConsumerRequest::kUpdate:
+      Field(w, "action", std::string("update"));
+      return;
+  }
+}
+
+using Allocator = rapidjson::Document::AllocatorType;
+
+rapidjson::Value Text(const std::string& text, Allocator& a) {
+  return rapidjson::Value(text.c_str(), static_cast<rapidjson::SizeType>(text.size()), a);
+}
+
+// Replaces (or adds) one member of a config object.
+void Set(rapidjson::Value& object, const char* key, rapidjson::Value value, Allocator& a) {
+  if (auto it = object.FindMember(key); it != object.MemberEnd()) {
+    it->value = std::move(value);
+  } else {
+    object.AddMember(rapidjson::Value(key, a), std::move(value), a);
+  }
+}
+
+// An owned text field: set, or removed when the spec has none (the API's "absent" and "").
+void SetOrRemove(rapidjson::Value& object, const char* key, const std::string& value,
+                 Allocator& a) {
+  if (value.empty()) {
+    object.RemoveMember(key);
+  } else {
+    Set(object, key, Text(value, a), a);
+  }
+}
+
 }  // namespace
 
 std::optional<ApiError> ParseApiError(std::string_view payload) {
@@ -360,23 +414,48 @@ std::optional<ApiError> ParseApiError(std::string_view payload) {
   return ApiErrorOf(doc);
 }
 
-Result<ObservedJetStream> ObserveJetStream(BusConnection& bus) {
+bool ObserveScope::Covers(const ObservedStream& stream) const {
+  return !ownership_mark || stream.config.description == *ownership_mark;
+}
+
+Result<ObservedJetStream> ObserveJetStream(BusConnection& bus, const ObserveScope& scope) {
   ObservedJetStream out;
   if (Status s = ListStreams(bus, out); !s.ok()) return s;
-  if (Status s = ListConsumers(bus, out); !s.ok()) return s;
+  if (Status s = ListConsumers(bus, scope, out); !s.ok()) return s;
   return out;
 }
 
 Result<StreamSpec> DecodeStreamConfig(std::string_view config_json) {
   auto doc = ParseObject(config_json, "stream config");
   if (!doc.ok()) return doc.status();
-  return DecodeStream(*doc);
+  auto decoded = DecodeStream(*doc);
+  if (!decoded.ok()) return decoded.status();
+  if (!decoded->problem.empty()) return Status(Errc::kInternal, decoded->problem);
+  return std::move(decoded->spec);
 }
 
 Result<ConsumerSpec> DecodeConsumerConfig(std::string_view stream, std::string_view config_json) {
   auto doc = ParseObject(config_json, "consumer config");
   if (!doc.ok()) return doc.status();
-  return DecodeConsumer(stream, *doc);
+  Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *doc);
+  if (!decoded.problem.empty()) return Status(Errc::kInternal, decoded.problem);
+  return std::move(decoded.spec);
+}
+
+Result<ObservedStream> DecodeObservedStream(std::string_view config_json) {
+  auto doc = ParseObject(config_json, "stream config");
+  if (!doc.ok()) return doc.status();
+  auto decoded = DecodeStream(*doc);
+  if (!decoded.ok()) return decoded.status();
+  return ObservedStream{std::move(decoded->spec), "", Compact(*doc), std::move(decoded->problem)};
+}
+
+Result<ObservedConsumer> DecodeObservedConsumer(std::string_view stream,
+                                                std::string_view config_json) {
+  auto doc = ParseObject(config_json, "consumer config");
+  if (!doc.ok()) return doc.status();
+  Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *doc);
+  return ObservedConsumer{std::move(decoded.spec), Compact(*doc), std::move(decoded.problem)};
 }
 
 std::string EncodeStreamConfig(const StreamSpec& spec) {
@@ -405,13 +484,73 @@ std::string EncodeStreamConfig(const StreamSpec& spec) {
   return buffer.GetString();
 }
 
-std::string EncodeConsumerCreate(const ConsumerSpec& spec) {
+std::string EncodeConsumerCreate(const ConsumerSpec& spec, ConsumerRequest request) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
   Field(w, "stream_name", spec.stream.str());
   w.Key("config");
   WriteConsumerConfig(w, spec);
+  WriteAction(w, request);
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::string EncodeStreamUpdate(const StreamSpec& spec, std::string_view observed_config) {
+  rapidjson::Document config;
+  config.Parse(observed_config.data(), observed_config.size());
+  if (observed_config.empty() || config.HasParseError() || !config.IsObject()) {
+    return EncodeStreamConfig(spec);
+  }
+  auto& a = config.GetAllocator();
+  Set(config, "name", Text(spec.name.str(), a), a);
+  rapidjson::Value subjects(rapidjson::kArrayType);
+  for (const std::string& subject : spec.subjects) subjects.PushBack(Text(subject, a), a);
+  Set(config, "subjects", std::move(subjects), a);
+  Set(config, "retention", Text(model::ToApi(spec.retention), a), a);
+  Set(config, "storage", Text(model::ToApi(spec.storage), a), a);
+  Set(config, "num_replicas", rapidjson::Value(spec.replicas), a);
+  Set(config, "max_age", rapidjson::Value(static_cast<int64_t>(spec.max_age_ns)), a);
+  Set(config, "max_msgs", rapidjson::Value(static_cast<int64_t>(spec.max_msgs)), a);
+  Set(config, "max_bytes", rapidjson::Value(static_cast<int64_t>(spec.max_bytes)), a);
+  Set(config, "discard", Text(model::ToApi(spec.discard), a), a);
+  SetOrRemove(config, "description", spec.description, a);
+  // The duplicate window is not owned, but it may not exceed max_age: when a new max_age is
+  // shorter, 0 lets the server pick min(2 min, max_age) (what a create does).
+  const int64_t window = Int(config, "duplicate_window", 0);
+  if (spec.max_age_ns > 0 && window > spec.max_age_ns) {
+    Set(config, "duplicate_window", rapidjson::Value(int64_t{0}), a);
+  }
+  return Compact(config);
+}
+
+std::string EncodeConsumerUpdate(const ConsumerSpec& spec, std::string_view observed_config,
+                                 ConsumerRequest request) {
+  rapidjson::Document config;
+  config.Parse(observed_config.data(), observed_config.size());
+  if (observed_config.empty() || config.HasParseError() || !config.IsObject()) {
+    return EncodeConsumerCreate(spec, request);
+  }
+  auto& a = config.GetAllocator();
+  Set(config, "durable_name", Text(spec.durable.str(), a), a);
+  SetOrRemove(config, "deliver_subject", spec.deliver_subject, a);
+  SetOrRemove(config, "deliver_group", spec.deliver_group, a);
+  SetOrRemove(config, "filter_subject", spec.filter_subject, a);
+  // One filter field at a time (2.10 refuses both, 10136): the owned filter_subject wins.
+  if (!spec.filter_subject.empty()) config.RemoveMember("filter_subjects");
+  Set(config, "ack_policy", Text(model::ToApi(spec.ack), a), a);
+  Set(config, "deliver_policy", Text(model::ToApi(spec.deliver), a), a);
+  Set(config, "replay_policy", Text(model::ToApi(spec.replay), a), a);
+  Set(config, "ack_wait", rapidjson::Value(static_cast<int64_t>(spec.ack_wait_ns)), a);
+  Set(config, "max_deliver", rapidjson::Value(static_cast<int64_t>(spec.max_deliver)), a);
+
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  Field(w, "stream_name", spec.stream.str());
+  w.Key("config");
+  config.Accept(w);
+  WriteAction(w, request);
   w.EndObject();
   return buffer.GetString();
 }

@@ -6,6 +6,7 @@
 // Thread-safety: call from the thread that owns the BusConnection.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,18 +26,56 @@ struct ApiError {
 // nullopt when the answer carries no "error" object.
 std::optional<ApiError> ParseApiError(std::string_view payload);
 
-// Lists everything. An empty account is an empty result, not an error.
-Result<ObservedJetStream> ObserveJetStream(BusConnection& bus);
+// Whose consumers are listed. Every stream of the account is listed (a stream list is one
+// request per 256 streams), but consumers only on the streams the mesh owns: those carrying its
+// ownership mark. A desired name present without the mark is someone else's (conventions 7.1)
+// and its consumers are never examined, so they are not listed either: KV buckets, foreign
+// streams and their consumers cost no request and can never fail a pass.
+struct ObserveScope {
+  // The mesh's ownership mark (model::OwnershipMark); nullopt lists consumers on every stream.
+  std::optional<std::string> ownership_mark;
+  bool Covers(const ObservedStream& stream) const;
+};
+
+// Lists the streams and the consumers in scope. An empty account is an empty result, not an
+// error. Each object is decoded on its own: a value this build does not know is that object's
+// `problem`, never a failed observation.
+Result<ObservedJetStream> ObserveJetStream(BusConnection& bus, const ObserveScope& scope = {});
 
 // Decoding of an API "config" object into the normalised spec (server defaults made explicit,
-// subjects sorted, durations in ns). Exposed for unit tests.
+// subjects sorted, durations in ns). Exposed for unit tests; an unknown value is an error here.
 Result<model::StreamSpec> DecodeStreamConfig(std::string_view config_json);
 Result<model::ConsumerSpec> DecodeConsumerConfig(std::string_view stream,
                                                  std::string_view config_json);
 
-// Encoding for create/update requests: the full API config object.
+// The per-object decoding the lists use: a config with a value this build does not know is
+// decoded with that field at its default and the value named in `problem`. An error only when
+// the config is not an object or names no stream (such a list entry is skipped).
+Result<ObservedStream> DecodeObservedStream(std::string_view config_json);
+Result<ObservedConsumer> DecodeObservedConsumer(std::string_view stream,
+                                                std::string_view config_json);
+
+// Encoding for create requests: a config of the owned fields (the server fills in its defaults).
 std::string EncodeStreamConfig(const model::StreamSpec& spec);
-// The body of $JS.API.CONSUMER.DURABLE.CREATE.<stream>.<durable>: {"stream_name":..,"config":..}
-std::string EncodeConsumerCreate(const model::ConsumerSpec& spec);
+
+// What a consumer create/update request asks for (nats-server 2.10 added "action"; 2.9 reads
+// no such field and a durable create with another config silently updates).
+enum class ConsumerRequest {
+  kLegacy,  // no "action": create or update ($JS.API.CONSUMER.DURABLE.CREATE, 2.9)
+  kCreate,  // "action":"create": refused (10148) when it exists with another config
+  kUpdate,  // "action":"update": refused (10149) when it does not exist
+};
+// The body of a consumer create/update: {"stream_name":..,"config":..[,"action":..]}.
+std::string EncodeConsumerCreate(const model::ConsumerSpec& spec,
+                                 ConsumerRequest request = ConsumerRequest::kLegacy);
+
+// Updates: the server replaces the whole config, so an update starts from the config the
+// server holds (`observed_config`, ObservedStream::raw_config) and sets only the owned fields
+// (docs/conventions.md section 7) from `spec`; every other field (compression, metadata,
+// allow_direct, max_msgs_per_subject, max_ack_pending, inactive_threshold, ...) is sent back as
+// the server holds it. An empty or unparseable `observed_config` falls back to the create body.
+std::string EncodeStreamUpdate(const model::StreamSpec& spec, std::string_view observed_config);
+std::string EncodeConsumerUpdate(const model::ConsumerSpec& spec, std::string_view observed_config,
+                                 ConsumerRequest request = ConsumerRequest::kLegacy);
 
 }  // namespace mesh::observers

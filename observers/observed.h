@@ -16,15 +16,25 @@ struct ObservedStream {
   model::StreamSpec config;  // normalised: subjects sorted, durations in ns, defaults explicit
   // Cluster view, when the server is clustered: the leader and the replicas that are current.
   std::string leader;
+  // The server's whole "config" object as it answered (compact JSON): an update starts from
+  // it and changes only the owned fields, because the server replaces the whole config.
+  std::string raw_config;
+  // Non-empty when a field could not be decoded (e.g. an enum value this build does not know):
+  // `config` then holds the server default for that field and must not be acted on. A problem
+  // of this object only, never of the observation.
+  std::string problem;
 };
 
 struct ObservedConsumer {
   model::ConsumerSpec config;  // normalised like streams; `durable` empty for an ephemeral
+  std::string raw_config;      // as for streams
+  std::string problem;         // as for streams
 };
 
 struct ObservedJetStream {
-  std::vector<ObservedStream> streams;      // sorted by name; every stream of the account
-  std::vector<ObservedConsumer> consumers;  // sorted by (stream, durable); on every stream
+  std::vector<ObservedStream> streams;  // sorted by name; every stream of the account
+  // Sorted by (stream, durable); only on the streams the scope owns (ObserveScope).
+  std::vector<ObservedConsumer> consumers;
   // JetStream servers in the cluster as far as the bus shows it: 1 when no stream reports a
   // cluster group (standalone, or an empty account), else the largest stream group (leader +
   // replicas). A lower bound: a non-system user cannot ask the meta group for its size. Prefer

@@ -35,6 +35,7 @@
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/regular_file.h"
+#include "observers/server_version.h"
 #include "observers/unique_fd.h"
 
 namespace mesh::reconciler {
@@ -68,8 +69,28 @@ Status FsyncFolder(const std::string& folder) {
   return Status::Ok();
 }
 
+// How consumers are created and updated on this server (observers/server_version.h).
+enum class ConsumerApi {
+  kLegacy,   // 2.9: $JS.API.CONSUMER.DURABLE.CREATE, which creates or silently updates
+  kActions,  // 2.10+: $JS.API.CONSUMER.CREATE.<stream>.<durable> with "action"
+};
+
+ConsumerApi ConsumerApiOf(observers::BusConnection* bus) {
+  if (bus == nullptr || !bus->connected()) return ConsumerApi::kLegacy;
+  const std::optional<observers::ServerVersion> version = bus->server_version();
+  return version && observers::SupportsConsumerActions(*version) ? ConsumerApi::kActions
+                                                                 : ConsumerApi::kLegacy;
+}
+
+std::string ConsumerSubject(ConsumerApi api, const model::ConsumerSpec& spec) {
+  return std::string(kApiPrefix) +
+         (api == ConsumerApi::kActions ? "CONSUMER.CREATE." : "CONSUMER.DURABLE.CREATE.") +
+         spec.stream.str() + "." + spec.durable.str();
+}
+
 // The subject and body of one JetStream API action.
-observers::ApiRequest RequestFor(const Action& action) {
+observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
+  using observers::ConsumerRequest;
   observers::ApiRequest request;
   switch (action.kind) {
     case ActionKind::kCreateStream:
@@ -78,17 +99,25 @@ observers::ApiRequest RequestFor(const Action& action) {
       break;
     case ActionKind::kUpdateStream:
       request.subject = std::string(kApiPrefix) + "STREAM.UPDATE." + action.stream->name.str();
-      request.payload = observers::EncodeStreamConfig(*action.stream);
+      request.payload = observers::EncodeStreamUpdate(*action.stream, action.observed_config);
       break;
     case ActionKind::kDeleteStream:
       request.subject = std::string(kApiPrefix) + "STREAM.DELETE." + action.target_stream.str();
       break;
     case ActionKind::kCreateConsumer:
-    case ActionKind::kUpdateConsumer:
+      // With actions, a create never overwrites what another writer made meanwhile (10148);
       // 2.9 applies a durable create with a changed configuration as an update.
-      request.subject = std::string(kApiPrefix) + "CONSUMER.DURABLE.CREATE." +
-                        action.consumer->stream.str() + "." + action.consumer->durable.str();
-      request.payload = observers::EncodeConsumerCreate(*action.consumer);
+      request.subject = ConsumerSubject(api, *action.consumer);
+      request.payload = observers::EncodeConsumerCreate(
+          *action.consumer,
+          api == ConsumerApi::kActions ? ConsumerRequest::kCreate : ConsumerRequest::kLegacy);
+      break;
+    case ActionKind::kUpdateConsumer:
+      // With actions, an update never recreates a consumer deleted meanwhile (10149).
+      request.subject = ConsumerSubject(api, *action.consumer);
+      request.payload = observers::EncodeConsumerUpdate(
+          *action.consumer, action.observed_config,
+          api == ConsumerApi::kActions ? ConsumerRequest::kUpdate : ConsumerRequest::kLegacy);
       break;
     case ActionKind::kDeleteConsumer:
       request.subject = std::string(kApiPrefix) + "CONSUMER.DELETE." + action.target_stream.str() +
@@ -124,7 +153,7 @@ constexpr size_t kSendChunk = 256;
 // Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time,
 // each chunk only when `before_chunk` (if any) still lets this instance act.
 std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus,
-                                   const BeforeChunk& before_chunk) {
+                                   ConsumerApi api, const BeforeChunk& before_chunk) {
   std::vector<ActionOutcome> out;
   out.reserve(actions.size());
   std::vector<observers::ApiRequest> requests;
@@ -148,7 +177,7 @@ std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusCo
       }
     }
     requests.clear();
-    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i]));
+    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i], api));
     const std::vector<observers::ApiReply> replies = bus->RequestMany(requests);
     for (size_t i = begin; i < end; ++i) {
       out.push_back(
@@ -255,9 +284,11 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
   }
   actions.clear();
 
+  const ConsumerApi api =
+      consumer_actions.empty() ? ConsumerApi::kLegacy : ConsumerApiOf(targets.bus);
   std::set<StreamName> not_created;
   for (ActionOutcome& outcome :
-       SendAll(std::move(stream_actions), targets.bus, targets.before_chunk)) {
+       SendAll(std::move(stream_actions), targets.bus, api, targets.before_chunk)) {
     if (outcome.action.kind == ActionKind::kCreateStream && outcome.outcome != Outcome::kDone) {
       not_created.insert(outcome.action.stream->name);
     }
@@ -276,7 +307,8 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
     }
   }
   consumer_actions.clear();
-  for (ActionOutcome& outcome : SendAll(std::move(sendable), targets.bus, targets.before_chunk)) {
+  for (ActionOutcome& outcome :
+       SendAll(std::move(sendable), targets.bus, api, targets.before_chunk)) {
     out.push_back(std::move(outcome));
   }
   for (ActionOutcome& outcome : skipped) out.push_back(std::move(outcome));

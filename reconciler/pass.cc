@@ -213,7 +213,8 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
   }
   Status connected = Connect(pass_id);
   Result<observers::ObservedJetStream> jetstream =
-      connected.ok() ? observers::ObserveJetStream(*bus)
+      connected.ok() ? observers::ObserveJetStream(
+                           *bus, observers::ObserveScope{model::OwnershipMark(desired.mesh)})
                      : Result<observers::ObservedJetStream>(connected);
   if (overlap) {
     observed = side.get();

@@ -4,6 +4,8 @@
 // Scope of what is compared:
 // - Streams: every desired stream; every observed stream carrying the ownership mark. A stream
 //   without the mark is never acted on (a desired name present without it is reported only).
+// - An owned object whose config holds a value the observer could not decode (its `problem`) is
+//   reported as differing in "config", report_only; the other objects are planned as usual.
 // - Consumers: only on owned streams (present with the mark, or about to be created). Ephemeral
 //   consumers (empty durable name) are ignored: clients create them for their own reads and
 //   they vanish on their own, so they are neither desired nor unexpected.
@@ -321,6 +323,11 @@ class Planner {
         continue;
       }
       owned_streams_.insert(spec.name);
+      if (!observed->problem.empty()) {
+        entries.emplace(spec.name,
+                        UnreadableEntry(ObjectKind::kStream, spec.name.str(), observed->problem));
+        continue;
+      }
       if (fields.empty()) continue;
       DriftEntry entry =
           Entry(ObjectKind::kStream, spec.name.str(), DriftState::kDiffers, Remedy::kUpdateInPlace);
@@ -333,6 +340,7 @@ class Planner {
         MarkUnsatisfiable(entry);
       } else {
         stream_updates_.push_back(StreamAction(ActionKind::kUpdateStream, spec));
+        stream_updates_.back().observed_config = observed->raw_config;
       }
       entries.emplace(spec.name, std::move(entry));
     }
@@ -375,6 +383,13 @@ class Planner {
         entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
         continue;
       }
+      if (!observed->problem.empty()) {
+        entries.emplace(
+            ConsumerKey(spec.stream, spec.durable),
+            UnreadableEntry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
+                            observed->problem));
+        continue;
+      }
       std::vector<FieldDiff> fields = DiffConsumer(spec, observed->config);
       if (fields.empty()) continue;
       DriftEntry entry = Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
@@ -386,6 +401,7 @@ class Planner {
         entry.note = kConsumerImmutableNote;
       } else {
         consumer_updates_.push_back(ConsumerAction(ActionKind::kUpdateConsumer, spec));
+        consumer_updates_.back().observed_config = observed->raw_config;
       }
       entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
     }
@@ -427,6 +443,15 @@ class Planner {
     entry.name = std::move(name);
     entry.state = state;
     entry.remedy = remedy;
+    return entry;
+  }
+
+  // An owned object with a value this build cannot read: reported with what could not be read,
+  // never updated (an update would rewrite the field it does not understand).
+  static DriftEntry UnreadableEntry(ObjectKind kind, std::string name, const std::string& problem) {
+    DriftEntry entry = Entry(kind, std::move(name), DriftState::kDiffers, Remedy::kReportOnly);
+    entry.fields.push_back({"config", "readable", problem});
+    entry.note = "the server's config holds a value this reconciler does not know; left as it is";
     return entry;
   }
 

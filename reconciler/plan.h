@@ -80,6 +80,8 @@ struct Action {
   StreamName target_stream;                     // delete stream / consumer
   ConsumerName target_consumer;                 // delete consumer
   std::string users_file_bytes;                 // kWriteUsersFile (no plain password in it)
+  // Updates: the server's whole config as observed; apply changes only the owned fields in it.
+  std::string observed_config;
   bool operator==(const Action&) const = default;
 };
 

@@ -5,9 +5,10 @@ namespace mesh::testing {
 observers::ObservedState ConvergedObservation(const model::DesiredState& desired,
                                               const std::string& users_file_bytes) {
   observers::ObservedState observed;
-  for (const model::StreamSpec& s : desired.streams) observed.jetstream.streams.push_back({s, ""});
+  for (const model::StreamSpec& s : desired.streams)
+    observed.jetstream.streams.push_back({s, "", "", ""});
   for (const model::ConsumerSpec& c : desired.consumers) {
-    observed.jetstream.consumers.push_back({c});
+    observed.jetstream.consumers.push_back({c, "", ""});
   }
   observed.jetstream.cluster_size = desired.replicas;
   observed.users_file.state = observers::ObservedUsersFile::State::kPresent;

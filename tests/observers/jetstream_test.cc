@@ -3,6 +3,8 @@
 // being reported as drifted.
 #include "observers/jetstream.h"
 
+#include <rapidjson/document.h>
+
 #include <catch2/catch.hpp>
 
 #include "model/desired.h"
@@ -350,6 +352,124 @@ TEST_CASE("A clustered bus reports stream leaders and the group size", "[observe
   CHECK(observed->streams[0].config == r3);
   CHECK_FALSE(observed->streams[0].leader.empty());
   CHECK(observed->cluster_size == 3);  // an R3 stream shows its whole group
+}
+
+}  // namespace
+}  // namespace mesh::observers
+
+namespace mesh::observers {
+namespace {
+
+// A 2.10.27 stream config with fields the reconciler does not own, set by an operator.
+constexpr const char* kHandTunedStream =
+    R"({"name":"EVENTS","subjects":["mesh.evt.>"],"retention":"limits","max_consumers":-1,)"
+    R"("max_msgs":-1,"max_bytes":-1,"max_age":604800000000000,"max_msgs_per_subject":100,)"
+    R"("max_msg_size":-1,"discard":"old","storage":"file","num_replicas":1,)"
+    R"("duplicate_window":120000000000,"compression":"s2","allow_direct":true,)"
+    R"("mirror_direct":false,"sealed":false,"deny_delete":false,"deny_purge":false,)"
+    R"("allow_rollup_hdrs":false,"consumer_limits":{},)"
+    R"("metadata":{"owner":"ops","_nats.ver":"2.11.0","_nats.level":"1"},)"
+    R"("description":"mesh t: managed by mesh-reconciler"})";
+
+TEST_CASE("a stream update keeps every field the mesh does not own", "[observers]") {
+  auto observed = DecodeObservedStream(kHandTunedStream);
+  REQUIRE(observed.ok());
+  CHECK(observed->problem.empty());
+  StreamSpec wanted = observed->config;
+  wanted.max_age_ns = 3600 * model::kNanosPerSecond;
+  wanted.subjects = {"mesh.evt.>", "other.>"};
+  wanted.description = "";
+  const std::string body = EncodeStreamUpdate(wanted, observed->raw_config);
+  rapidjson::Document doc;
+  doc.Parse(body.c_str());
+  REQUIRE(doc.IsObject());
+  CHECK(doc["max_age"].GetInt64() == 3600 * model::kNanosPerSecond);
+  CHECK(doc["subjects"].Size() == 2);
+  CHECK_FALSE(doc.HasMember("description"));  // owned, and the spec has none
+  CHECK(doc["compression"] == "s2");
+  CHECK(doc["allow_direct"].GetBool());
+  CHECK(doc["max_msgs_per_subject"].GetInt64() == 100);
+  CHECK(doc["metadata"]["owner"] == "ops");
+  CHECK(doc["duplicate_window"].GetInt64() == 120000000000);
+  auto back = DecodeStreamConfig(body);
+  REQUIRE(back.ok());
+  std::sort(wanted.subjects.begin(), wanted.subjects.end());
+  CHECK(*back == wanted);
+
+  SECTION("a max_age below the duplicate window lets the server pick the window") {
+    wanted.max_age_ns = 60 * model::kNanosPerSecond;
+    doc.Parse(EncodeStreamUpdate(wanted, observed->raw_config).c_str());
+    CHECK(doc["duplicate_window"].GetInt64() == 0);
+  }
+  SECTION("without an observed config, the create body") {
+    CHECK(EncodeStreamUpdate(wanted, "") == EncodeStreamConfig(wanted));
+  }
+}
+
+TEST_CASE("a consumer update keeps every field the mesh does not own", "[observers]") {
+  constexpr const char* kHandTuned =
+      R"({"durable_name":"worker","name":"worker","deliver_policy":"all","ack_policy":"explicit",)"
+      R"("ack_wait":30000000000,"max_deliver":3,"filter_subjects":["a","b"],)"
+      R"("replay_policy":"instant","max_ack_pending":7,"inactive_threshold":3600000000000,)"
+      R"("deliver_subject":"mesh.q.x","deliver_group":"x","num_replicas":0,)"
+      R"("metadata":{"owner":"ops"}})";
+  auto observed = DecodeObservedConsumer("SEAT_x", kHandTuned);
+  REQUIRE(observed.ok());
+  ConsumerSpec wanted = observed->config;
+  wanted.max_deliver = 10;
+  wanted.filter_subject = "mesh.work.x.*";
+  wanted.deliver_group = "";
+  const std::string body =
+      EncodeConsumerUpdate(wanted, observed->raw_config, ConsumerRequest::kUpdate);
+  rapidjson::Document doc;
+  doc.Parse(body.c_str());
+  REQUIRE(doc.IsObject());
+  CHECK(doc["stream_name"] == "SEAT_x");
+  CHECK(doc["action"] == "update");
+  const auto& config = doc["config"];
+  CHECK(config["max_deliver"].GetInt64() == 10);
+  CHECK(config["filter_subject"] == "mesh.work.x.*");
+  CHECK_FALSE(config.HasMember("filter_subjects"));  // 2.10 refuses both (10136)
+  CHECK_FALSE(config.HasMember("deliver_group"));
+  CHECK(config["max_ack_pending"].GetInt64() == 7);
+  CHECK(config["inactive_threshold"].GetInt64() == 3600000000000);
+  CHECK(config["metadata"]["owner"] == "ops");
+  CHECK(config["name"] == "worker");
+
+  CHECK(EncodeConsumerUpdate(wanted, observed->raw_config).find("\"action\"") ==
+        std::string::npos);  // 2.9: no action field
+  CHECK(EncodeConsumerCreate(wanted, ConsumerRequest::kCreate).find(R"("action":"create")") !=
+        std::string::npos);
+}
+
+TEST_CASE("an unknown value is a problem of its object, decoded with the rest", "[observers]") {
+  auto stream = DecodeObservedStream(
+      R"({"name":"KV_x","subjects":["$KV.x.>"],"retention":"forever","storage":"file"})");
+  REQUIRE(stream.ok());
+  CHECK(stream->config.name.str() == "KV_x");
+  CHECK(stream->config.subjects == std::vector<std::string>{"$KV.x.>"});
+  CHECK(stream->problem == R"(config.retention: unknown value "forever")");
+  auto consumer = DecodeObservedConsumer(
+      "S", R"({"durable_name":"d","ack_policy":"flow","replay_policy":"fast","max_deliver":4})");
+  REQUIRE(consumer.ok());
+  CHECK(consumer->config.max_deliver == 4);
+  CHECK(consumer->problem ==
+        R"(config.ack_policy: unknown value "flow"; config.replay_policy: unknown value "fast")");
+  CHECK_FALSE(DecodeObservedStream(R"({"subjects":["x"]})").ok());  // names no stream
+}
+
+TEST_CASE("the _nats.* metadata newer servers add is never compared", "[observers]") {
+  // 2.11+ add _nats.req.level, _nats.ver, _nats.level to stream and consumer metadata.
+  auto with = DecodeObservedStream(kHandTunedStream);
+  std::string plain = kHandTunedStream;
+  plain.replace(
+      plain.find(R"("metadata")"),
+      std::string(R"("metadata":{"owner":"ops","_nats.ver":"2.11.0","_nats.level":"1"},)").size(),
+      "");
+  auto without = DecodeObservedStream(plain);
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  CHECK(with->config == without->config);
 }
 
 }  // namespace

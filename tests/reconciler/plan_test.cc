@@ -70,14 +70,14 @@ struct Fixture {
     spec.name = StreamName(name);
     spec.subjects = {"other." + name + ".>"};
     spec.description = description;
-    observed.jetstream.streams.push_back({spec, ""});
+    observed.jetstream.streams.push_back({spec, "", "", ""});
   }
   void AddConsumer(const std::string& stream, const std::string& durable) {
     ConsumerSpec spec;
     spec.stream = StreamName(stream);
     spec.durable = ConsumerName(durable);
     spec.deliver_subject = "somewhere." + durable;
-    observed.jetstream.consumers.push_back({spec});
+    observed.jetstream.consumers.push_back({spec, "", ""});
   }
 };
 
@@ -619,6 +619,48 @@ TEST_CASE("labels of kinds, states, remedies and actions", "[plan]") {
   CHECK(std::string(VerbOf(ActionKind::kReloadServer)) == "reload");
   CHECK(std::string(VerbOf(ActionKind::kUpdateConsumer)) == "update");
   CHECK(std::string(VerbOf(ActionKind::kDeleteStream)) == "delete");
+}
+
+}  // namespace
+}  // namespace mesh::reconciler
+
+namespace mesh::reconciler {
+namespace {
+
+TEST_CASE("an owned object the observer could not read is reported, never acted on", "[plan]") {
+  Fixture f;
+  f.Stream("EVENTS").problem = "config.retention: unknown value \"forever\"";
+  f.Stream("EVENTS").config.max_age_ns = 1;  // would be an update, were it readable
+  f.Consumer("DECL", "decl_node-a").problem = "config.ack_policy: unknown value \"flow\"";
+  f.RemoveConsumer("CONTROL", "controller");  // the rest is planned as usual
+  f.AddStream("KV_foreign", "");
+  f.Stream("KV_foreign").problem = "config.storage: unknown value \"tape\"";
+  PlanResult plan = f.Run();
+  const DriftEntry* events = Find(plan, "EVENTS");
+  REQUIRE(events);
+  CHECK(events->state == DriftState::kDiffers);
+  CHECK(events->remedy == Remedy::kReportOnly);
+  CHECK(events->fields == std::vector<FieldDiff>{{"config", "readable",
+                                                  "config.retention: unknown value \"forever\""}});
+  const DriftEntry* decl = Find(plan, "DECL/decl_node-a");
+  REQUIRE(decl);
+  CHECK(decl->remedy == Remedy::kReportOnly);
+  CHECK(Find(plan, "KV_foreign") == nullptr);  // foreign: ignored, problem and all
+  CHECK(ActionNames(plan) == std::vector<std::string>{"create_consumer CONTROL/controller"});
+}
+
+TEST_CASE("an update carries the server's whole observed config", "[plan]") {
+  Fixture f;
+  f.Stream("EVENTS").config.max_age_ns = 1;
+  f.Stream("EVENTS").raw_config = R"({"name":"EVENTS","compression":"s2"})";
+  f.Consumer("DECL", "decl_node-a").config.max_deliver = 3;
+  f.Consumer("DECL", "decl_node-a").raw_config = R"({"durable_name":"decl_node-a"})";
+  PlanResult plan = f.Run();
+  REQUIRE(plan.actions.size() == 2);
+  CHECK(plan.actions[0].kind == ActionKind::kUpdateStream);
+  CHECK(plan.actions[0].observed_config == R"({"name":"EVENTS","compression":"s2"})");
+  CHECK(plan.actions[1].kind == ActionKind::kUpdateConsumer);
+  CHECK(plan.actions[1].observed_config == R"({"durable_name":"decl_node-a"})");
 }
 
 }  // namespace

@@ -32,7 +32,14 @@ constexpr auto kPollInterval = std::chrono::milliseconds(5);
 constexpr auto kStartDeadline = std::chrono::seconds(30);
 constexpr auto kStopDeadline = std::chrono::seconds(15);
 constexpr size_t kLogTailBytes = 4000;
-constexpr const char* kServerBinary = "/usr/sbin/nats-server";
+constexpr const char* kDefaultServerBinary = "/usr/sbin/nats-server";
+
+// The nats-server under test: $MESH_NATS_SERVER when set (e.g. Debian 13's 2.10.27, extracted
+// from its .deb), else Debian 12's 2.9.10.
+std::string ServerBinary() {
+  const char* chosen = std::getenv("MESH_NATS_SERVER");
+  return chosen != nullptr && *chosen != '\0' ? chosen : kDefaultServerBinary;
+}
 
 constexpr const char* kDefaultUsersConf = R"(accounts {
   MESH {
@@ -214,7 +221,8 @@ void NatsServer::Launch() {
   // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
   const std::string config = main_config();
   const std::string log = log_file();
-  std::vector<char*> argv = {const_cast<char*>(kServerBinary), const_cast<char*>("-c"),
+  const std::string binary = ServerBinary();
+  std::vector<char*> argv = {const_cast<char*>(binary.c_str()), const_cast<char*>("-c"),
                              const_cast<char*>(config.c_str()), nullptr};
   const pid_t parent = getpid();
   pid_t child = fork();
@@ -233,7 +241,7 @@ void NatsServer::Launch() {
     // Never inherit the test's sockets: a client socket held open by the server would hide
     // disconnects from the peer.
     close_range(3, ~0U, 0);
-    execv(kServerBinary, argv.data());
+    execv(binary.c_str(), argv.data());
     _exit(127);
   }
   pid_ = child;
