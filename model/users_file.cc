@@ -9,6 +9,7 @@
 //       jetstream: enabled
 //       users: [
 //         {                          <- a user's block starts with this line...
+//           # credential digest: hmac-sha256-v1 <hex>   <- plain passwords only
 //           user: "<user>"
 //           password: "<bcrypt hash>"
 //           permissions: {
@@ -107,9 +108,13 @@ void AppendDirection(std::string& out, int level, std::string_view direction,
 
 constexpr int kUserLevel = 3;  // accounts { "<account>": { users: [ {
 
-std::string RenderUser(const Principal& principal, const std::string& hash) {
+std::string RenderUser(const Principal& principal, const std::string& hash,
+                       const std::string* digest) {
   std::string out;
   out += Indent(kUserLevel) + "{\n";
+  if (digest != nullptr) {
+    out += Indent(kUserLevel + 1) + std::string(kDigestCommentPrefix) + *digest + "\n";
+  }
   out += Indent(kUserLevel + 1) + "user: " + Quote(principal.user.str()) + "\n";
   out += Indent(kUserLevel + 1) + "password: " + Quote(hash) + "\n";
   out += Indent(kUserLevel + 1) + "permissions: {\n";
@@ -230,7 +235,8 @@ class BlockScanner {
 }  // namespace
 
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
-                                          const HashedCredentials& hashes) {
+                                          const HashedCredentials& hashes,
+                                          const CredentialDigests& digests) {
   bool any_principal = false;
   for (const Principal& p : desired.principals) {
     if (p.kind != PrincipalKind::kReconciler && p.credential.kind != Credential::Kind::kNone) {
@@ -258,7 +264,9 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
       return Result<RenderedUsersFile>(
           Errc::kInternal, "the credential for user " + Quote(p.user.str()) + " is not bcrypt");
     }
-    std::string block = RenderUser(p, hash->second);
+    auto digest = digests.find(p.user);
+    std::string block =
+        RenderUser(p, hash->second, digest == digests.end() ? nullptr : &digest->second);
     users += block;
     out.blocks.emplace(p.user, std::move(block));
   }
