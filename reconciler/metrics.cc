@@ -97,7 +97,13 @@ Metrics::Metrics(const std::string& version)
                         .Name("mesh_reconciler_lease_holder")
                         .Help("1 when this instance may apply repairs (always 1 standalone)")
                         .Register(*registry_)
-                        .Add({})) {
+                        .Add({})),
+      credentials_pending_(
+          prometheus::BuildGauge()
+              .Name("mesh_credentials_pending")
+              .Help("Plain passwords still being hashed; the users file waits for them")
+              .Register(*registry_)
+              .Add({})) {
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -152,6 +158,10 @@ void Metrics::RecordException() {
 
 void Metrics::SetBusConnected(bool connected) {
   bus_connected_.Set(connected ? 1 : 0);
+}
+
+void Metrics::SetCredentialsPending(int64_t pending) {
+  credentials_pending_.Set(static_cast<double>(pending));
 }
 
 void Metrics::SetHeld(bool held) {

@@ -60,6 +60,8 @@ class Metrics {
   void RecordException();
   void SetBusConnected(bool connected);
   void SetHeld(bool held);
+  // Plain passwords the background hashing has still to do (any thread).
+  void SetCredentialsPending(int64_t pending);
   // nullopt keeps the gauge absent (the expiry is not known).
   void SetCertificateExpiry(std::optional<int64_t> unix_seconds);
 
@@ -80,6 +82,7 @@ class Metrics {
   prometheus::Gauge& held_;
   prometheus::Counter& exceptions_;
   prometheus::Gauge& lease_holder_;
+  prometheus::Gauge& credentials_pending_;
   // [ObjectKind][DriftState], created at construction so all 9 series are always present.
   std::array<std::array<prometheus::Gauge*, 3>, 3> drift_cells_{};
   std::mutex certificate_mutex_;

@@ -472,6 +472,7 @@ std::string ReportToJson(const PassReport& report) {
   w.Key("duration_seconds");
   w.Double(report.duration_seconds);
   Field(w, "api_requests", report.api_requests);
+  Field(w, "passwords_hashed", report.passwords_hashed);
   w.EndObject();
   buffer.Put('\n');  // one exact-size copy below: a first convergence's report is megabytes
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -518,6 +519,7 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   report.remaining_problems = r.Strings(doc, "remaining_problems", "$");
   report.duration_seconds = r.Double(doc, "duration_seconds", "$");
   report.api_requests = r.Int(doc, "api_requests", "$");
+  report.passwords_hashed = r.Int(doc, "passwords_hashed", "$");
   if (!r.ok()) return Status(Errc::kInvalidArgument, "pass report: " + r.error());
   return report;
 }

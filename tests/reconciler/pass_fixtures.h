@@ -135,9 +135,7 @@ inline model::RenderedUsersFile FakeRendered(const model::DesiredState& desired)
 inline std::string RenderedUsersConf(const std::string& records_json, int cost = kCheapCost) {
   model::DesiredState desired = DesiredFrom(records_json);
   model::BcryptHasher hasher(kReconcilerPassword, cost);
-  auto hashes = hasher.HashAll(desired);
-  REQUIRE(hashes.ok());
-  auto rendered = model::RenderUsersFile(desired, *hashes);
+  auto rendered = model::RenderUsersFileReusing(desired, "", hasher);
   REQUIRE(rendered.ok());
   return rendered->bytes;
 }
