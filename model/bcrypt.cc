@@ -17,12 +17,18 @@
 //
 // Hashing costs tens of milliseconds at cost 10, so results are cached by (user,
 // SHA-256(password)): re-rendering unchanged records is free, and the cache holds no plain text.
+// Across processes, the cache is seeded from the users file on disk (Adopt, with the hashes that
+// ReusableHashes proves through their credential digests, keyed with
+//   D = HMAC-SHA256(key = K, msg = "mesh-reconciler credential digest key v1")
+// so that a hash is computed once per (user, password, cost) for the life of the bus.
 #include <crypt.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -37,8 +43,16 @@ constexpr int kSaltBytes = 16;  // bcrypt's salt size, what crypt_gensalt_rn exp
 // The fixed salt that stretches salt_key into K. Any 16 constant bytes; changing them changes
 // every rendered hash.
 constexpr char kKeySalt[kSaltBytes + 1] = "mesh-reconciler!";
-// HashAll uses a second thread from this many uncached plain passwords on.
+// HashAll uses more than one thread from this many uncached plain passwords on.
 constexpr size_t kParallelThreshold = 4;
+// The message that derives the digest key D from K (no NUL: never a salt message).
+constexpr char kDigestKeyMessage[] = "mesh-reconciler credential digest key v1";
+
+// Every core, as the system reports them.
+size_t HashingThreads(size_t work) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(cores, work);
+}
 
 // One bcrypt computation. `work` is libxcrypt's scratch space (about 32 KiB): one per thread.
 Result<std::string> Crypt(const std::string& phrase, const std::string& setting, crypt_data& work) {
@@ -67,14 +81,16 @@ Result<std::string> Setting(int cost, const unsigned char* salt) {
 
 struct BcryptHasher::Impl {
   int cost = kDefaultCost;
-  Status key_status;  // not ok when K could not be derived (e.g. a cost out of range)
-  std::string key;    // K
+  Status key_status;     // not ok when K could not be derived (e.g. a cost out of range)
+  std::string key;       // K
+  DigestKey digest_key;  // D, derived from K
   std::map<std::pair<UserName, std::string>, std::string> cache;  // (user, sha256) -> hash
   std::unique_ptr<crypt_data> work = std::make_unique<crypt_data>();
+  std::atomic<uint64_t> bcrypt_calls{0};
 
   // The deterministic hash of a plain password (no cache).
   Result<std::string> HashPlain(const UserName& user, const std::string& password,
-                                crypt_data& scratch) const {
+                                crypt_data& scratch) {
     if (!key_status.ok()) return key_status;
     if (password.find('\0') != std::string::npos) {
       return Result<std::string>(Errc::kInvalidArgument,
@@ -94,6 +110,7 @@ struct BcryptHasher::Impl {
     OPENSSL_cleanse(message.data(), message.size());
     Result<std::string> setting = Setting(cost, mac);
     if (!setting.ok()) return setting;
+    bcrypt_calls.fetch_add(1, std::memory_order_relaxed);
     return Crypt(password, *setting, scratch);
   }
 };
@@ -105,6 +122,14 @@ BcryptHasher::BcryptHasher(const std::string& salt_key, int cost) : impl_(new Im
                                          : Result<std::string>(setting.status());
   if (key.ok()) {
     impl_->key = std::move(key).value();
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    if (HMAC(EVP_sha256(), impl_->key.data(), static_cast<int>(impl_->key.size()),
+             reinterpret_cast<const unsigned char*>(kDigestKeyMessage),
+             sizeof kDigestKeyMessage - 1, mac, &mac_len) != nullptr) {
+      impl_->digest_key = DigestKey(std::string(reinterpret_cast<const char*>(mac), mac_len));
+      OPENSSL_cleanse(mac, sizeof mac);
+    }
   } else {
     impl_->key_status = key.status();
   }
@@ -131,25 +156,42 @@ Result<std::string> BcryptHasher::Hash(const UserName& user, const Credential& c
   return hash;
 }
 
-Result<HashedCredentials> BcryptHasher::HashAll(const DesiredState& desired) {
-  // Plain passwords not yet in the cache are hashed first, on two threads when there are
-  // several (each with its own libxcrypt scratch space; the cache is only touched here).
+Result<HashedCredentials> BcryptHasher::HashAll(const DesiredState& desired,
+                                                const Progress& progress) {
+  // Plain passwords not yet in the cache are hashed first, on every core when there are
+  // several (each thread with its own libxcrypt scratch space; the cache is only touched here).
   std::vector<const Principal*> todo;
   for (const Principal& p : desired.principals) {
     if (p.credential.kind != Credential::Kind::kPlain) continue;
     if (!impl_->cache.count({p.user, Sha256(p.credential.secret)})) todo.push_back(&p);
   }
-  if (todo.size() >= kParallelThreshold) {
+  if (!todo.empty()) {
     std::vector<Result<std::string>> results(todo.size(), Result<std::string>(std::string()));
-    auto run = [&](size_t first, size_t step, crypt_data& scratch) {
-      for (size_t i = first; i < todo.size(); i += step) {
+    std::atomic<size_t> next{0};
+    std::atomic<size_t> done{0};
+    std::atomic<bool> stopped{false};
+    std::mutex progress_mutex;
+    auto run = [&](crypt_data& scratch) {
+      for (size_t i = next.fetch_add(1); i < todo.size() && !stopped.load();
+           i = next.fetch_add(1)) {
         results[i] = impl_->HashPlain(todo[i]->user, todo[i]->credential.secret, scratch);
+        const size_t finished = done.fetch_add(1) + 1;
+        if (progress) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          if (!progress(finished, todo.size())) stopped.store(true);
+        }
       }
     };
-    auto second_work = std::make_unique<crypt_data>();
-    std::thread second([&] { run(1, 2, *second_work); });
-    run(0, 2, *impl_->work);
-    second.join();
+    const size_t threads = todo.size() >= kParallelThreshold ? HashingThreads(todo.size()) : 1;
+    std::vector<std::unique_ptr<crypt_data>> scratch;
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t) {
+      scratch.push_back(std::make_unique<crypt_data>());
+      helpers.emplace_back([&run, work = scratch.back().get()] { run(*work); });
+    }
+    run(*impl_->work);
+    for (std::thread& helper : helpers) helper.join();
+    if (stopped.load()) return Status(Errc::kUnavailable, "hashing stopped before the end");
     for (size_t i = 0; i < todo.size(); ++i) {
       if (!results[i].ok()) return results[i].status();
       impl_->cache.emplace(std::make_pair(todo[i]->user, Sha256(todo[i]->credential.secret)),
@@ -165,6 +207,52 @@ Result<HashedCredentials> BcryptHasher::HashAll(const DesiredState& desired) {
     out.emplace(p.user, std::move(hash).value());
   }
   return out;
+}
+
+size_t BcryptHasher::Adopt(const DesiredState& desired, const HashedCredentials& verified) {
+  size_t adopted = 0;
+  for (const Principal& p : desired.principals) {
+    if (p.credential.kind != Credential::Kind::kPlain) continue;
+    auto hash = verified.find(p.user);
+    if (hash == verified.end()) continue;
+    impl_->cache.insert_or_assign(std::make_pair(p.user, Sha256(p.credential.secret)),
+                                  hash->second);
+    ++adopted;
+  }
+  return adopted;
+}
+
+size_t BcryptHasher::Uncached(const DesiredState& desired) const {
+  size_t uncached = 0;
+  for (const Principal& p : desired.principals) {
+    if (p.credential.kind != Credential::Kind::kPlain) continue;
+    if (!impl_->cache.count({p.user, Sha256(p.credential.secret)})) ++uncached;
+  }
+  return uncached;
+}
+
+int BcryptHasher::cost() const {
+  return impl_->cost;
+}
+
+const DigestKey& BcryptHasher::digest_key() const {
+  return impl_->digest_key;
+}
+
+uint64_t BcryptHasher::bcrypt_calls() const {
+  return impl_->bcrypt_calls.load(std::memory_order_relaxed);
+}
+
+Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,
+                                                 std::string_view existing, BcryptHasher& hasher,
+                                                 UsersScope scope,
+                                                 const BcryptHasher::Progress& progress) {
+  hasher.Adopt(desired, ReusableHashes(desired, existing, hasher.digest_key(), hasher.cost()));
+  Result<HashedCredentials> hashes = hasher.HashAll(desired, progress);
+  if (!hashes.ok()) return hashes.status();
+  Result<CredentialDigests> digests = DigestAll(desired, *hashes, hasher.digest_key());
+  if (!digests.ok()) return digests.status();
+  return RenderUsersFile(desired, *hashes, scope, *digests);
 }
 
 bool BcryptHasher::Verify(const std::string& password, const std::string& hash) {

@@ -9,6 +9,7 @@
 //       jetstream: enabled
 //       users: [
 //         {                          <- a user's block starts with this line...
+//           # credential digest: hmac-sha256-v1 <hex>   <- plain passwords only
 //           user: "<user>"
 //           password: "<bcrypt hash>"
 //           permissions: {
@@ -118,10 +119,14 @@ int UserLevel(UsersScope scope) {
   return scope == UsersScope::kServer ? 3 : 2;
 }
 
-std::string RenderUser(const Principal& principal, const std::string& hash, UsersScope scope) {
+std::string RenderUser(const Principal& principal, const std::string& hash,
+                       const std::string* digest, UsersScope scope) {
   const int level = UserLevel(scope);
   std::string out;
   out += Indent(level) + "{\n";
+  if (digest != nullptr) {
+    out += Indent(level + 1) + std::string(kDigestCommentPrefix) + *digest + "\n";
+  }
   out += Indent(level + 1) + "user: " + Quote(principal.user.str()) + "\n";
   out += Indent(level + 1) + "password: " + Quote(hash) + "\n";
   out += Indent(level + 1) + "permissions: {\n";
@@ -252,7 +257,8 @@ const char* ToString(UsersScope v) {
 }
 
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
-                                          const HashedCredentials& hashes, UsersScope scope) {
+                                          const HashedCredentials& hashes, UsersScope scope,
+                                          const CredentialDigests& digests) {
   bool any_principal = false;
   for (const Principal& p : desired.principals) {
     if (p.kind != PrincipalKind::kReconciler && p.credential.kind != Credential::Kind::kNone) {
@@ -280,7 +286,9 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
       return Result<RenderedUsersFile>(
           Errc::kInternal, "the credential for user " + Quote(p.user.str()) + " is not bcrypt");
     }
-    std::string block = RenderUser(p, hash->second, scope);
+    auto digest = digests.find(p.user);
+    std::string block =
+        RenderUser(p, hash->second, digest == digests.end() ? nullptr : &digest->second, scope);
     users += block;
     out.blocks.emplace(p.user, std::move(block));
   }

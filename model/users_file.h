@@ -2,22 +2,27 @@
 // Rendering is pure; hashing plain passwords is done beforehand by a PasswordHasher, so that
 // the same records always give the same bytes and no plain-text password is ever written.
 //
+// Each entry from a plain password also carries its credential digest (model/credential_digest.h),
+// so that a later process reuses the hash instead of computing it again.
+//
 // Thread-safety: RenderUsersFile is a free function. BcryptHasher is safe to call from one
-// thread at a time (it caches hashes); wrap it if shared.
+// thread at a time (it caches hashes); wrap it if shared. bcrypt_calls() may be read anywhere.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "model/credential_digest.h"
 #include "model/desired.h"
 #include "model/result.h"
 
 namespace mesh::model {
-
-// user name -> the bcrypt hash to write for that user.
-using HashedCredentials = std::map<UserName, std::string>;
 
 struct RenderedUsersFile {
   std::string bytes;                         // the whole file
@@ -35,10 +40,12 @@ enum class UsersScope { kServer, kAccount };
 const char* ToString(UsersScope v);  // "server", "account"
 
 // Refuses (kInvalidArgument, path "$") a rendering with no principal user but the reconciler.
-// Every principal with a credential must have an entry in `hashes`.
+// Every principal with a credential must have an entry in `hashes`. A principal with an entry
+// in `digests` gets its digest comment (RenderUsersFileReusing passes them all).
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
                                           const HashedCredentials& hashes,
-                                          UsersScope scope = UsersScope::kServer);
+                                          UsersScope scope = UsersScope::kServer,
+                                          const CredentialDigests& digests = {});
 
 // Splits a users file (ours or hand-edited) into user -> entry block, as RenderUsersFile lays
 // them out. Entries it cannot recognise are ignored; used to say which principals differ.
@@ -55,10 +62,27 @@ class BcryptHasher {
   BcryptHasher(const std::string& salt_key, int cost = kDefaultCost);
   ~BcryptHasher();
 
+  // (done, total) while HashAll computes `total` new hashes; called from the hashing threads,
+  // one call at a time. Returning false stops HashAll (kUnavailable) after the hashes under way.
+  using Progress = std::function<bool(size_t done, size_t total)>;
+
   // The hash for one principal's credential; cached by (user, password).
   Result<std::string> Hash(const UserName& user, const Credential& credential);
-  // Hashes for every principal of `desired` that has a credential.
-  Result<HashedCredentials> HashAll(const DesiredState& desired);
+  // Hashes for every principal of `desired` that has a credential; the uncached plain
+  // passwords on every core.
+  Result<HashedCredentials> HashAll(const DesiredState& desired, const Progress& progress = {});
+
+  // Takes `verified` (ReusableHashes: proven by their digests) into the cache for the plain
+  // principals of `desired`: HashAll will not compute them again. Returns how many it took.
+  size_t Adopt(const DesiredState& desired, const HashedCredentials& verified);
+  // The plain passwords of `desired` not yet in the cache: what HashAll would compute.
+  size_t Uncached(const DesiredState& desired) const;
+
+  int cost() const;
+  // The key of the credential digests, derived from the stretched key (empty when that failed).
+  const DigestKey& digest_key() const;
+  // How many passwords this hasher has run through bcrypt (the key's own stretch not counted).
+  uint64_t bcrypt_calls() const;
 
   // True when `password` matches `hash` (used by tests and the users-file observer).
   static bool Verify(const std::string& password, const std::string& hash);
@@ -67,5 +91,12 @@ class BcryptHasher {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The users file for `desired`, reusing every hash of `existing` (the users file as found, or
+// empty) that its digest proves, and hashing only the rest, with their digests.
+Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,
+                                                 std::string_view existing, BcryptHasher& hasher,
+                                                 UsersScope scope = UsersScope::kServer,
+                                                 const BcryptHasher::Progress& progress = {});
 
 }  // namespace mesh::model

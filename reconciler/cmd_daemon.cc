@@ -252,7 +252,12 @@ int RunDaemon(Settings& settings) {
        {"interval_ms", std::to_string(settings.interval.count())},
        {"version", MESH_RECONCILER_VERSION}});
 
-  ReconcilerRunner runner(settings, loop.MakeEventSink());
+  // New and changed passwords are hashed on their own threads: the passes repair JetStream
+  // meanwhile, and the users file follows when the hashes are ready.
+  BackgroundHashing hashing{
+      [&loop] { loop.Wake(Trigger::kUsersFileChanged); },
+      [&metrics](int64_t pending) { metrics.SetCredentialsPending(pending); }};
+  ReconcilerRunner runner(settings, loop.MakeEventSink(), std::move(hashing));
   std::vector<FileWatch> watches = {
       {settings.records_path, [&loop] { loop.Wake(Trigger::kRecordsChanged); }},
       {settings.users_file, [&loop] { loop.Wake(Trigger::kUsersFileChanged); }},

@@ -6,6 +6,7 @@
 #include "model/desired.h"
 #include "model/desired_json.h"
 #include "model/users_file.h"
+#include "observers/users_file.h"
 #include "reconciler/apply.h"
 #include "reconciler/commands.h"
 #include "reconciler/lease.h"
@@ -74,10 +75,12 @@ const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users [REC
                                     [--users-scope server|account] [--lease]
 
 Renders the nats-server users file: the same records always give the same bytes; plain
-passwords are written as bcrypt hashes. With --out the file is written atomically, mode 0600;
-otherwise it goes to standard output. The reconciler's own user (--user, default
-mesh-reconciler) is included; its password comes from MESH_RECONCILER_PASSWORD or
---password-file. RECORDS defaults to --records (MESH_RECONCILER_RECORDS). --users-scope and
+passwords are written as bcrypt hashes, each with its keyed credential digest. With --out the
+file is written atomically, mode 0600; otherwise it goes to standard output. A file already at
+--out is read first: every hash whose digest proves it belongs to the current password is
+reused, so only new and changed passwords are hashed (stderr says how many). The reconciler's
+own user (--user, default mesh-reconciler) is included; its password comes from
+MESH_RECONCILER_PASSWORD or --password-file. RECORDS defaults to --records (MESH_RECONCILER_RECORDS). --users-scope and
 --lease (MESH_RECONCILER_USERS_SCOPE, MESH_RECONCILER_LEASE) must be the daemon's: with the
 lease the reconciler's user may also publish to the lease's subject; with the account scope the
 file is only the mesh's account entry, to include inside your own accounts block.
@@ -128,12 +131,11 @@ int RunRenderUsers(Settings& settings) {
   if (!LoadValid(settings, records, "render-users")) return kExitError;
   model::DesiredState desired = model::Derive(records, Identity(settings));
   model::BcryptHasher hasher(settings.bus.password, settings.bcrypt_cost);
-  auto hashes = hasher.HashAll(desired);
-  if (!hashes.ok()) {
-    std::fprintf(stderr, "mesh-reconciler render-users: %s\n", hashes.status().message().c_str());
-    return kExitError;
-  }
-  auto rendered = model::RenderUsersFile(desired, *hashes, settings.users_scope);
+  // The file the init container finds at --out (from an earlier pod): its proven hashes are
+  // reused. An absent or unreadable file is simply rendered from scratch.
+  std::string existing;
+  if (!settings.out.empty()) existing = observers::ObserveUsersFile(settings.out).bytes;
+  auto rendered = model::RenderUsersFileReusing(desired, existing, hasher, settings.users_scope);
   if (!rendered.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;
@@ -142,6 +144,8 @@ int RunRenderUsers(Settings& settings) {
     std::fprintf(stderr, "note: %s has no credential and is left out of the users file\n",
                  user.str().c_str());
   }
+  std::fprintf(stderr, "note: %llu password(s) hashed with bcrypt, the others reused\n",
+               static_cast<unsigned long long>(hasher.bcrypt_calls()));
   if (settings.out.empty()) {
     std::fwrite(rendered->bytes.data(), 1, rendered->bytes.size(), stdout);
     return kExitOk;

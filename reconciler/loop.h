@@ -65,8 +65,9 @@ class PassRunner {
 // The adapter over the real Reconciler.
 class ReconcilerRunner : public PassRunner {
  public:
-  ReconcilerRunner(Settings settings, observers::EventSink events)
-      : reconciler_(std::move(settings), std::move(events)) {}
+  ReconcilerRunner(Settings settings, observers::EventSink events,
+                   std::optional<BackgroundHashing> background = std::nullopt)
+      : reconciler_(std::move(settings), std::move(events), std::move(background)) {}
   PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) override {
     return reconciler_.RunPass(pass_id, trigger, mode);
   }

@@ -114,7 +114,13 @@ Metrics::Metrics(const std::string& version, const std::string& commit)
                         .Name("mesh_reconciler_lease_holder")
                         .Help("1 when this instance may apply repairs (always 1 standalone)")
                         .Register(*registry_)
-                        .Add({})) {
+                        .Add({})),
+      credentials_pending_(
+          prometheus::BuildGauge()
+              .Name("mesh_credentials_pending")
+              .Help("Plain passwords still being hashed; the users file waits for them")
+              .Register(*registry_)
+              .Add({})) {
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -178,6 +184,10 @@ void Metrics::SetBusConnected(bool connected) {
 
 void Metrics::SetLeaseHolder(bool may_act) {
   lease_holder_.Set(may_act ? 1 : 0);
+}
+
+void Metrics::SetCredentialsPending(int64_t pending) {
+  credentials_pending_.Set(static_cast<double>(pending));
 }
 
 void Metrics::SetHeld(bool held) {

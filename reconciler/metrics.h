@@ -68,6 +68,8 @@ class Metrics {
   void SetHeld(bool held);
   // mesh_reconciler_lease_holder between passes (a lease round or release changed it).
   void SetLeaseHolder(bool may_act);
+  // Plain passwords the background hashing has still to do (any thread).
+  void SetCredentialsPending(int64_t pending);
   // nullopt keeps the gauge absent (the expiry is not known).
   void SetCertificateExpiry(std::optional<int64_t> unix_seconds);
 
@@ -89,6 +91,7 @@ class Metrics {
   prometheus::Gauge& held_;
   prometheus::Counter& exceptions_;
   prometheus::Gauge& lease_holder_;
+  prometheus::Gauge& credentials_pending_;
   // [ObjectKind][DriftState], created at construction so all 9 series are always present.
   std::array<std::array<prometheus::Gauge*, 3>, 3> drift_cells_{};
   std::mutex certificate_mutex_;

@@ -5,10 +5,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <thread>
 
 #include "model/users_file.h"
 #include "observers/jetstream.h"
@@ -57,10 +59,26 @@ Status ServerReady(const observers::ObservedServer& server) {
                                                : std::string("monitoring endpoint unreachable")));
 }
 
+// The hashing of new and changed passwords on its own threads (the daemon). The job owns the
+// hasher while it runs; the pass takes it back, with the rendering, once `finished` is set.
+struct HashJob {
+  model::Records from;          // the records `desired` was derived from
+  model::DesiredState desired;  // what it renders
+  std::string existing;         // the users file it reuses from
+  std::unique_ptr<model::BcryptHasher> hasher;
+  std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`
+  std::atomic<bool> finished{false};
+  std::atomic<bool> cancelled{false};
+  std::atomic<int64_t> pending{0};
+  std::thread thread;
+};
+
 }  // namespace
 
 struct Reconciler::Impl {
-  Impl(Settings s, observers::EventSink e) : settings(std::move(s)), events(std::move(e)) {}
+  Impl(Settings s, observers::EventSink e, std::optional<BackgroundHashing> b)
+      : settings(std::move(s)), events(std::move(e)), background(std::move(b)) {}
+  ~Impl() { StopHashJob(); }
 
   PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode);
 
@@ -68,6 +86,15 @@ struct Reconciler::Impl {
   bool LoadRecordsFile(PassReport& report);
   bool Prepare(PassReport& report);
   bool Render(PassReport& report);
+  // Renders inline, hashing whatever is needed; the hasher must be here (not in a job).
+  bool RenderInline(PassReport& report, const std::string& existing);
+  // Starts the background job for `desired`; first gives `rendered` the interim file when the
+  // users file on disk lacks (a proven) entry of the reconciler's own. False: render inline.
+  bool StartHashJob(PassReport& report, const std::string& existing,
+                    const model::HashedCredentials& reusable);
+  // Takes back the hasher (and the rendering when it is for `desired`) of a finished job.
+  bool CollectHashJob(PassReport& report);
+  void StopHashJob();
   Status Connect(uint64_t pass_id);
   Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate);
   // When the bus cannot be observed (server down or not ready, our password refused): the
@@ -98,6 +125,11 @@ struct Reconciler::Impl {
   std::optional<model::Records> derived_from;
   model::DesiredState desired;
   model::RenderedUsersFile rendered;
+  // Whether `rendered` is the users file for `desired` (kReady), an interim file with the
+  // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
+  enum class UsersFile { kReady, kInterim, kPending } users_state = UsersFile::kPending;
+  std::optional<BackgroundHashing> background;
+  std::unique_ptr<HashJob> job;
 };
 
 bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
@@ -129,18 +161,25 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
 bool Reconciler::Impl::Prepare(PassReport& report) {
   if (!LoadRecordsFile(report)) return false;
   if (!derived_from || !(*derived_from == *last_valid)) {
-    derived_from.reset();
     desired = model::Derive(*last_valid, Identity(settings));
-    if (!Render(report)) return false;
     derived_from = *last_valid;
+    users_state = UsersFile::kPending;
+    rendered = {};
+  }
+  if (users_state != UsersFile::kReady && !Render(report)) {
+    derived_from.reset();  // the next pass renders again
+    return false;
   }
   report.without_credential = desired.without_credential;
   return true;
 }
 
 bool Reconciler::Impl::Render(PassReport& report) {
-  rendered = {};
-  if (settings.users_file.empty()) return true;
+  if (settings.users_file.empty()) {
+    rendered = {};
+    users_state = UsersFile::kReady;
+    return true;
+  }
   if (settings.bus.password.empty()) {
     // Rendering without our own credential would lock the reconciler out of the bus.
     report.status = Status(Errc::kInvalidArgument,
@@ -148,22 +187,162 @@ bool Reconciler::Impl::Render(PassReport& report) {
                            "password is not set (MESH_RECONCILER_PASSWORD or --password-file)");
     return false;
   }
+  if (job) {
+    if (!job->finished.load()) {
+      // Still hashing: the interim file (if any) was planned by an earlier pass; from now on
+      // the users file waits for the job.
+      if (users_state == UsersFile::kInterim) users_state = UsersFile::kPending;
+      report.credentials_pending = job->pending.load();
+      return true;
+    }
+    if (!CollectHashJob(report)) return false;
+    if (users_state == UsersFile::kReady) return true;
+  }
   if (!hasher) {
     hasher = std::make_unique<model::BcryptHasher>(settings.bus.password, settings.bcrypt_cost);
   }
-  Result<model::HashedCredentials> hashes = hasher->HashAll(desired);
-  if (!hashes.ok()) {
-    report.status = hashes.status();
-    return false;
+  // The users file as it is now: every hash its digest proves is reused, not computed again.
+  const std::string existing = observers::ObserveUsersFile(settings.users_file).bytes;
+  const model::HashedCredentials reusable =
+      model::ReusableHashes(desired, existing, hasher->digest_key(), hasher->cost());
+  hasher->Adopt(desired, reusable);
+  if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
+    return true;
   }
+  return RenderInline(report, existing);
+}
+
+bool Reconciler::Impl::RenderInline(PassReport& report, const std::string& existing) {
+  const uint64_t calls_before = hasher->bcrypt_calls();
   Result<model::RenderedUsersFile> file =
-      model::RenderUsersFile(desired, *hashes, settings.users_scope);
+      model::RenderUsersFileReusing(desired, existing, *hasher, settings.users_scope);
   if (!file.ok()) {
     report.status = file.status();
     return false;
   }
+  report.passwords_hashed += static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
+  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
+      {{"entries", std::to_string(file->blocks.size())},
+       {"passwords_hashed", std::to_string(report.passwords_hashed)}});
   rendered = std::move(*file);
+  users_state = UsersFile::kReady;
   return true;
+}
+
+bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& existing,
+                                    const model::HashedCredentials& reusable) {
+  const UserName own(settings.bus.user);
+  const uint64_t calls_before = hasher->bcrypt_calls();
+  users_state = UsersFile::kPending;
+  rendered = {};
+  if (!reusable.count(own)) {
+    // The file lacks a (proven) entry of our own: without it the reconciler may not get in,
+    // so that entry comes first, in an interim file that keeps every other entry the server
+    // has now (its hash as written) until the job has hashed it.
+    const model::HashedCredentials written = model::WrittenHashes(existing);
+    model::DesiredState interim = desired;
+    model::HashedCredentials hashes;
+    model::CredentialDigests digests;
+    std::erase_if(interim.principals, [&](const model::Principal& p) {
+      if (p.credential.kind == model::Credential::Kind::kNone) return false;
+      const bool plain = p.credential.kind == model::Credential::Kind::kPlain;
+      std::optional<std::string> hash;
+      bool proven = false;
+      if (!plain || p.user == own || reusable.count(p.user)) {
+        Result<std::string> computed = hasher->Hash(p.user, p.credential);  // cached but ours
+        if (computed.ok()) {
+          hash = std::move(*computed);
+          proven = plain;
+        }
+      } else if (auto w = written.find(p.user); w != written.end()) {
+        hash = w->second;
+      }
+      if (!hash) return true;  // neither hashed nor on disk: it waits for the job
+      if (proven) {
+        Result<std::string> digest =
+            model::CredentialDigest(hasher->digest_key(), p.user, *hash, p.credential.secret);
+        if (digest.ok()) digests.emplace(p.user, std::move(*digest));
+      }
+      hashes.emplace(p.user, std::move(*hash));
+      return false;
+    });
+    Result<model::RenderedUsersFile> file =
+        model::RenderUsersFile(interim, hashes, settings.users_scope, digests);
+    if (!file.ok()) return false;  // e.g. only our own entry: hash everything here instead
+    report.passwords_hashed = static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
+    rendered = std::move(*file);
+    users_state = UsersFile::kInterim;
+  }
+
+  job = std::make_unique<HashJob>();
+  job->from = *derived_from;
+  job->desired = desired;
+  job->existing = existing;
+  job->pending = static_cast<int64_t>(hasher->Uncached(desired));
+  job->hasher = std::move(hasher);
+  const int64_t total = job->pending.load();
+  const uint64_t pass_id = report.pass_id;
+  report.credentials_pending = total;
+  Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
+      {{"pending", std::to_string(total)},
+       {"threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))},
+       {"own_entry_first", users_state == UsersFile::kInterim ? "true" : "false"}});
+  if (background->progress) background->progress(total);
+  HashJob* j = job.get();
+  const BackgroundHashing hooks = *background;
+  job->thread = std::thread([j, hooks, pass_id, total, scope = settings.users_scope] {
+    const auto started = Clock::now();
+    size_t logged_tenth = 0;
+    auto progress = [&](size_t done, size_t all) {
+      j->pending.store(static_cast<int64_t>(all - done));
+      if (hooks.progress) hooks.progress(static_cast<int64_t>(all - done));
+      const size_t tenth = done * 10 / all;
+      if (tenth > logged_tenth) {
+        logged_tenth = tenth;
+        Log(LogLevel::kInfo, pass_id, "hashing passwords",
+            {{"done", std::to_string(done)}, {"total", std::to_string(all)}});
+      }
+      return !j->cancelled.load();
+    };
+    j->result = model::RenderUsersFileReusing(j->desired, j->existing, *j->hasher, scope, progress);
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f",
+                  std::chrono::duration<double>(Clock::now() - started).count());
+    Log(j->result->ok() ? LogLevel::kInfo : LogLevel::kWarn, pass_id, "hashing finished",
+        {{"hashed", std::to_string(total)},
+         {"seconds", seconds},
+         {"error", j->result->ok() ? "" : j->result->status().ToString()}});
+    j->pending.store(0);
+    if (hooks.progress) hooks.progress(0);
+    j->finished.store(true);
+    if (!j->cancelled.load() && hooks.ready) hooks.ready();
+  });
+  return true;
+}
+
+bool Reconciler::Impl::CollectHashJob(PassReport& report) {
+  job->thread.join();
+  hasher = std::move(job->hasher);
+  const bool same = derived_from && job->from == *derived_from;
+  Result<model::RenderedUsersFile> result = std::move(*job->result);
+  job.reset();
+  if (!same) return true;  // the records changed meanwhile: render again with this hasher
+  if (!result.ok()) {
+    report.status = result.status();
+    return false;
+  }
+  rendered = std::move(*result);
+  users_state = UsersFile::kReady;
+  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
+      {{"entries", std::to_string(rendered.blocks.size())}, {"passwords_hashed", "background"}});
+  return true;
+}
+
+void Reconciler::Impl::StopHashJob() {
+  if (!job) return;
+  job->cancelled.store(true);
+  if (job->thread.joinable()) job->thread.join();
+  job.reset();
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
@@ -263,6 +442,8 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
        {"remaining", std::to_string(report.remaining.size())},
        {"converged", report.converged() ? "true" : "false"},
        {"api_requests", std::to_string(report.api_requests)},
+       {"passwords_hashed", std::to_string(report.passwords_hashed)},
+       {"credentials_pending", std::to_string(report.credentials_pending)},
        {"duration_seconds", duration}});
 }
 
@@ -290,8 +471,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
-  // The users file is ours: owned by the uid we run as (a rewrite makes it so).
-  const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
+  // While the job hashes, the users file is left alone (it is neither observed as drift nor
+  // written); streams and consumers are repaired at once. The users file is ours: owned by the
+  // uid we run as (a rewrite makes it so).
+  const PlanOptions options{
+      settings.prune, users_state == UsersFile::kPending ? std::string() : settings.users_file,
+      static_cast<int64_t>(geteuid())};
   // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
   // pod beside the daemon, it must not move the lease away from (or onto) anyone.
   const bool planning = trigger == Trigger::kOnce && mode == ApplyMode::kObserveOnly;
@@ -398,8 +583,10 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   return state;
 }
 
-Reconciler::Reconciler(Settings settings, observers::EventSink events)
-    : impl_(std::make_unique<Impl>(std::move(settings), std::move(events))) {}
+Reconciler::Reconciler(Settings settings, observers::EventSink events,
+                       std::optional<BackgroundHashing> background)
+    : impl_(std::make_unique<Impl>(std::move(settings), std::move(events), std::move(background))) {
+}
 
 Reconciler::~Reconciler() = default;
 

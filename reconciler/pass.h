@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,12 @@ struct PassReport {
   std::vector<std::string> remaining_problems;
   double duration_seconds = 0;
   int64_t api_requests = 0;
+  // Plain passwords this pass ran through bcrypt (0 when every hash was cached or reused).
+  int64_t passwords_hashed = 0;
+  // Plain passwords still being hashed on the background threads (the daemon): while non-zero
+  // the users file is left as it is (or given the reconciler's own entry first), and JetStream
+  // is repaired all the same.
+  int64_t credentials_pending = 0;
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
   // its lease round.
   LeaseState lease;
@@ -67,9 +74,17 @@ struct PassReport {
   bool any_action_failed() const;
 };
 
+// The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
+// before it observes. Both hooks are called from the hashing thread and must not block.
+struct BackgroundHashing {
+  std::function<void()> ready;                    // the users file can now be rendered: wake
+  std::function<void(int64_t pending)> progress;  // plain passwords still to hash (a gauge)
+};
+
 class Reconciler {
  public:
-  Reconciler(Settings settings, observers::EventSink events = nullptr);
+  Reconciler(Settings settings, observers::EventSink events = nullptr,
+             std::optional<BackgroundHashing> background = std::nullopt);
   ~Reconciler();
 
   PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode);

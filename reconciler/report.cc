@@ -471,6 +471,7 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   w.Key("duration_seconds");
   w.Double(report.duration_seconds);
   Field(w, "api_requests", report.api_requests);
+  Field(w, "passwords_hashed", report.passwords_hashed);
 }
 
 }  // namespace
@@ -537,6 +538,7 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   report.remaining_problems = r.Strings(doc, "remaining_problems", "$");
   report.duration_seconds = r.Double(doc, "duration_seconds", "$");
   report.api_requests = r.Int(doc, "api_requests", "$");
+  report.passwords_hashed = r.Int(doc, "passwords_hashed", "$");
   if (!r.ok()) return Status(Errc::kInvalidArgument, "pass report: " + r.error());
   return report;
 }

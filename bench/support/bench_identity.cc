@@ -20,9 +20,7 @@ Result<model::DesiredState> BenchDesired(const std::string& records_json) {
 
 Result<std::string> BenchUsersConf(const model::DesiredState& desired) {
   model::BcryptHasher hasher(kBenchPassword, kBenchCost);
-  auto hashes = hasher.HashAll(desired);
-  if (!hashes.ok()) return hashes.status();
-  auto rendered = model::RenderUsersFile(desired, *hashes);
+  auto rendered = model::RenderUsersFileReusing(desired, "", hasher);
   if (!rendered.ok()) return rendered.status();
   return rendered->bytes;
 }

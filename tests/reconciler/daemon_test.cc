@@ -12,6 +12,7 @@
 #include "reconciler/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/nats_client.h"
 
 namespace mesh::reconciler::test {
 namespace {
@@ -216,6 +217,45 @@ TEST_CASE("After the server is killed and its store wiped, the daemon reconnects
   REQUIRE(restored);
   REQUIRE(WaitFor([&] { return f.Metric("mesh_bus_connected") == 1; }));
   f.WaitConverged();
+  f.Stop();
+}
+
+TEST_CASE("Repairs do not wait for hashing: streams first, the users file when hashes are ready",
+          "[daemon][integration]") {
+  // The users file was rendered at cost 4; the daemon runs at cost 5: no hash is reusable, so
+  // every password is hashed again on the background threads, the reconciler's own entry first.
+  // The server's store is empty (a fresh server): every stream and consumer is missing.
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"});
+  f.WaitConverged();
+  const std::string log = f.daemon_->log();
+  INFO(log);
+  // The first pass started the hashing and still created every stream and consumer.
+  std::smatch first;
+  REQUIRE(std::regex_search(log, first,
+                            std::regex("pass finished[^\n]*actions=([0-9]+)[^\n]*"
+                                       "credentials_pending=([0-9]+)")));
+  CHECK(std::stoi(first[1]) > static_cast<int>(kExampleStreams.size()));
+  CHECK(std::stoi(first[2]) == 4);  // 5 plain passwords, our own hashed first
+  CHECK(log.find("hashing passwords in the background") != std::string::npos);
+  CHECK(log.find("own_entry_first=true") != std::string::npos);
+  CHECK(log.find("hashing finished") != std::string::npos);
+  for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
+  CHECK(f.Metric("mesh_credentials_pending") == 0);
+  // The users file was rewritten at the new cost, and the server accepts every entry.
+  const std::string users = mesh::testing::ReadFile(f.mesh_.server->users_file());
+  CHECK(users.find("$2b$04$") == std::string::npos);
+  CHECK(users.find("$2b$05$") != std::string::npos);
+  for (const auto& [user, password] : std::vector<std::pair<std::string, std::string>>{
+           {"mesh-controller", "demo-only-controller-password"},
+           {"node-a", "demo-only-node-a-password"},
+           {"billing", "demo-only-billing-password"},
+           {"shop", "demo-only-shop-password"},
+           {kReconcilerUser, kReconcilerPassword}}) {
+    INFO(user);
+    natsStatus status = NATS_OK;
+    auto connection = mesh::testing::ConnectNats(f.mesh_.server->url(), user, password, {}, status);
+    CHECK(status == NATS_OK);
+  }
   f.Stop();
 }
 

@@ -136,9 +136,7 @@ inline std::string RenderedUsersConf(const std::string& records_json, int cost =
                                      model::UsersScope scope = model::UsersScope::kServer) {
   model::DesiredState desired = DesiredFrom(records_json);
   model::BcryptHasher hasher(kReconcilerPassword, cost);
-  auto hashes = hasher.HashAll(desired);
-  REQUIRE(hashes.ok());
-  auto rendered = model::RenderUsersFile(desired, *hashes, scope);
+  auto rendered = model::RenderUsersFileReusing(desired, "", hasher, scope);
   REQUIRE(rendered.ok());
   return rendered->bytes;
 }

@@ -10,6 +10,7 @@
 #include "reconciler/pass.h"
 #include "reconciler/settings.h"
 #include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/nats_client.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -60,6 +61,12 @@ bool HasLine(const std::string& text, const std::vector<std::string>& words) {
   return false;
 }
 
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 // The pass flags for `mesh`; the password travels in the environment, as in production.
 std::string PassFlags(const LiveMesh& mesh) {
   setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
@@ -68,7 +75,8 @@ std::string PassFlags(const LiveMesh& mesh) {
          mesh.server->monitor_url() + " --bcrypt-cost 4 --log-level error";
 }
 
-TEST_CASE("plan and reconcile --once: exit codes and what they print", "[pass][cli][integration][server]") {
+TEST_CASE("plan and reconcile --once: exit codes and what they print",
+          "[pass][cli][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   const std::string flags = PassFlags(mesh);
 
@@ -122,7 +130,87 @@ TEST_CASE("plan and reconcile --once: exit codes and what they print", "[pass][c
   }
 }
 
-TEST_CASE("plan and reconcile: errors exit 1, usage errors 64", "[pass][cli][integration][server]") {
+// The bcrypt count a command reports: `passwords_hashed` of a --json pass report, or the
+// render-users note "N password(s) hashed".
+int64_t HashedBy(const Run& json_run) {
+  auto report = ReportFromJson(json_run.out);
+  INFO(json_run.out);
+  REQUIRE(report.ok());
+  return report->passwords_hashed;
+}
+
+TEST_CASE("render-users, plan and reconcile --once on an existing users file run no bcrypt",
+          "[pass][cli][integration][server]") {
+  setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
+  const std::string dir = mesh::testing::MakeTempDir("mesh-render-reuse");
+  const std::string records = dir + "/records.json";
+  const std::string out = dir + "/users.conf";
+  mesh::testing::WriteFile(records, test::ExampleRecordsJson());
+  const std::string render = "render-users " + records + " --out " + out + " --bcrypt-cost 4";
+
+  Run first = RunBinary(render, true);
+  CHECK(first.exit_code == 0);
+  CHECK(first.out.find("note: 5 password(s) hashed") != std::string::npos);
+  const std::string written = mesh::testing::ReadFile(out);
+  Run second = RunBinary(render, true);  // the init container of the next pod
+  CHECK(second.exit_code == 0);
+  INFO(second.out);
+  CHECK(second.out.find("note: 0 password(s) hashed") != std::string::npos);
+  CHECK(mesh::testing::ReadFile(out) == written);
+  // Without --out there is no file to reuse: everything is hashed (and printed).
+  Run printed = RunBinary("render-users " + records + " --bcrypt-cost 4", false);
+  CHECK(printed.out == written);
+  std::filesystem::remove_all(dir);
+
+  LiveMesh mesh(test::ExampleRecordsJson());
+  const std::string flags = PassFlags(mesh);
+  CHECK(HashedBy(RunBinary("plan --json " + flags)) == 0);
+  CHECK(HashedBy(RunBinary("reconcile --once --json " + flags)) == 0);
+  Run converged = RunBinary("plan --json " + flags);
+  CHECK(converged.exit_code == 0);
+  CHECK(HashedBy(converged) == 0);
+
+  SECTION("a changed password: one bcrypt, a rewrite, and the server accepts the new one") {
+    mesh.SetRecords(Replace(test::ExampleRecordsJson(), "demo-only-node-a-password",
+                            "rotated-node-a-password"));
+    Run plan = RunBinary("plan --json " + flags);
+    CHECK(plan.exit_code == 2);
+    CHECK(HashedBy(plan) == 1);
+    Run reconcile = RunBinary("reconcile --once --json " + flags);
+    CHECK(reconcile.exit_code == 0);
+    CHECK(HashedBy(reconcile) == 1);
+    const std::string file = mesh::testing::ReadFile(mesh.server->users_file());
+    CHECK(file.find("rotated-node-a-password") == std::string::npos);
+    natsStatus status = NATS_OK;
+    auto fresh = mesh::testing::ConnectNats(mesh.server->url(), "node-a", "rotated-node-a-password",
+                                            {}, status);
+    CHECK(status == NATS_OK);
+    auto stale = mesh::testing::ConnectNats(mesh.server->url(), "node-a",
+                                            "demo-only-node-a-password", {}, status);
+    CHECK(status != NATS_OK);
+    CHECK(HashedBy(RunBinary("plan --json " + flags)) == 0);
+  }
+  SECTION("a hand-edited digest is drift, and reconcile repairs it") {
+    const std::string path = mesh.server->users_file();
+    const std::string good = mesh::testing::ReadFile(path);
+    std::string edited = good;
+    const size_t at = edited.find("# credential digest: hmac-sha256-v1 ");
+    REQUIRE(at != std::string::npos);
+    char& digit = edited[at + std::string("# credential digest: hmac-sha256-v1 ").size()];
+    digit = digit == '0' ? '1' : '0';
+    mesh::testing::WriteFile(path, edited);
+    Run plan = RunBinary("plan " + flags);
+    CHECK(plan.exit_code == 2);
+    CHECK(HasLine(plan.out, {"users_file", "differs", "rewrite"}));
+    Run reconcile = RunBinary("reconcile --once --json " + flags);
+    CHECK(reconcile.exit_code == 0);
+    CHECK(HashedBy(reconcile) == 1);  // the entry whose digest no longer proves its hash
+    CHECK(mesh::testing::ReadFile(path) == good);
+  }
+}
+
+TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
+          "[pass][cli][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   const std::string flags = PassFlags(mesh);
 

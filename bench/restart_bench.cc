@@ -1,0 +1,318 @@
+// Whole processes at the DEFAULT bcrypt cost (10), on the Large generated mesh with every
+// password plain (2,302 principals), against a real nats-server, each beside the naive
+// per-object loop in the same run:
+//   1. the first render of every password (`render-users --out`, no file yet): its time, on all
+//      cores; and render-users again on the file it wrote (the next pod's init container);
+//   2. `plan` on a converged bus (start, credentials, connect, observe) beside one INFO request
+//      per object, in turn (goal: plan at least 3x faster);
+//   3. `reconcile --once` after a store wipe beside a sequential creation loop after another
+//      wipe (goal: at least 2x faster);
+//   4. the daemon restarted on a converged bus: ready (first pass finished, /readyz 200)
+//      within 1 s of its start;
+//   5. the daemon restarted on an empty store: every stream and consumer back within 3 s; and
+//      the same with a users file without digests (as an older version wrote it, so that every
+//      password is hashed again in the background): streams first, the users file when
+//      hashing ends.
+// A plain main() printing a table. Usage: restart_bench
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/support/bench_identity.h"
+#include "bench/support/mesh_gen.h"
+#include "model/desired.h"
+#include "observers/bus.h"
+#include "observers/jetstream.h"
+#include "reconciler/pass.h"
+#include "tests/reconciler/daemon_support.h"
+#include "tests/support/nats_server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mesh::observers::ApiRequest;
+using mesh::observers::BusConnection;
+using mesh::reconciler::test::CliResult;
+using mesh::reconciler::test::DaemonProcess;
+using mesh::reconciler::test::RunCli;
+using mesh::testing::kBenchPassword;
+using mesh::testing::kBenchUser;
+using mesh::testing::WaitFor;
+
+constexpr int kCost = 10;  // bcrypt's default, what production runs
+constexpr char kToken[] = "bench-only-admin-token";
+
+[[noreturn]] void Die(const std::string& why) {
+  std::fprintf(stderr, "restart_bench: %s\n", why.c_str());
+  std::exit(1);
+}
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+void Row(const std::string& what, double seconds, const std::string& goal) {
+  std::printf("| %s | %.3f s | %s |\n", what.c_str(), seconds, goal.c_str());
+}
+
+std::string Ratio(double value, const char* goal, bool met) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1fx (goal %s: %s)", value, goal, met ? "met" : "MISSED");
+  return text;
+}
+
+std::string Within(double seconds, double goal) {
+  char text[64];
+  std::snprintf(text, sizeof text, "goal <= %.0f s: %s", goal, seconds <= goal ? "met" : "MISSED");
+  return text;
+}
+
+void RequireOk(const ApiRequest& request, const mesh::observers::ApiReply& reply) {
+  if (!reply.status.ok()) Die(request.subject + ": " + reply.status.ToString());
+}
+
+// The naive peer: one INFO request per desired object, each waiting for its answer.
+void PerObjectInfoLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
+  for (const auto& s : desired.streams) {
+    ApiRequest r{"$JS.API.STREAM.INFO." + s.name.str(), ""};
+    RequireOk(r, bus.Request(r));
+  }
+  for (const auto& c : desired.consumers) {
+    ApiRequest r{"$JS.API.CONSUMER.INFO." + c.stream.str() + "." + c.durable.str(), ""};
+    RequireOk(r, bus.Request(r));
+  }
+}
+
+// The naive peer after a wipe: creates every stream, then every consumer, one at a time.
+void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
+  for (const auto& s : desired.streams) {
+    ApiRequest r{"$JS.API.STREAM.CREATE." + s.name.str(), mesh::observers::EncodeStreamConfig(s)};
+    RequireOk(r, bus.Request(r));
+  }
+  for (const auto& c : desired.consumers) {
+    ApiRequest r{"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
+                 mesh::observers::EncodeConsumerCreate(c)};
+    RequireOk(r, bus.Request(r));
+  }
+}
+
+std::string Hashed(const std::string& output) {
+  std::smatch m;
+  if (std::regex_search(output, m, std::regex("note: ([0-9]+) password\\(s\\) hashed"))) {
+    return m[1];
+  }
+  std::smatch j;
+  if (std::regex_search(output, j, std::regex("\"passwords_hashed\":([0-9]+)"))) return j[1];
+  return "?";
+}
+
+}  // namespace
+
+int main() {
+  setenv("MESH_RECONCILER_PASSWORD", kBenchPassword, 1);
+  const char* chosen = std::getenv("PASS_BENCH_TMPDIR");
+  const std::string tmp = chosen != nullptr                           ? chosen
+                          : std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
+                                                                      : "";
+  if (!tmp.empty()) setenv("TMPDIR", tmp.c_str(), 1);
+
+  const std::string records_json = mesh::testing::ToJson(mesh::testing::GenerateMesh(
+      mesh::testing::MeshSize::Large().WithCredentials(mesh::testing::CredentialMix::kPlain)));
+  auto desired = mesh::testing::BenchDesired(records_json);
+  if (!desired.ok()) Die(desired.status().ToString());
+  size_t plain = 0;
+  for (const auto& p : desired->principals) {
+    plain += p.credential.kind == mesh::model::Credential::Kind::kPlain ? 1 : 0;
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf(
+      "Large mesh, every password plain: %zu streams, %zu consumers, %zu plain passwords; "
+      "bcrypt cost %d; %u cores\n",
+      desired->streams.size(), desired->consumers.size(), plain, kCost, cores);
+
+  const std::string dir = mesh::testing::MakeTempDir("mesh-restart-bench");
+  const std::string records = dir + "/records.json";
+  const std::string first_file = dir + "/users.conf";
+  mesh::testing::WriteFile(records, records_json);
+  const std::string cost = std::to_string(kCost);
+  std::printf("| measurement | value | goal / notes |\n|---|---|---|\n");
+
+  // 1. The first render, then the next init container on the file it finds.
+  auto start = Clock::now();
+  CliResult first = RunCli(
+      {"render-users", records, "--out", first_file, "--user", kBenchUser, "--bcrypt-cost", cost},
+      std::chrono::minutes(30));
+  const double first_render = Seconds(Clock::now() - start);
+  if (first.exit_code != 0) Die("render-users: " + first.output);
+  Row("render-users, first render (" + Hashed(first.output) + " passwords hashed, " +
+          std::to_string(cores) + " cores)",
+      first_render, "measured under load (shared machine)");
+
+  mesh::testing::NatsServerOptions options;
+  options.users_conf = mesh::testing::ReadFile(first_file);
+  auto server = mesh::testing::NatsServer::Start(options);
+  const std::string users = server->users_file();
+  start = Clock::now();
+  CliResult again = RunCli(
+      {"render-users", records, "--out", users, "--user", kBenchUser, "--bcrypt-cost", cost});
+  const double second_render = Seconds(Clock::now() - start);
+  if (again.exit_code != 0) Die("render-users again: " + again.output);
+  Row("render-users on its own file (" + Hashed(again.output) + " hashed)", second_render,
+      Ratio(first_render / second_render, "-", true) + " faster than the first");
+
+  const std::vector<std::string> pass = {"--records",     records,
+                                         "--bus",         server->url(),
+                                         "--user",        kBenchUser,
+                                         "--users-file",  users,
+                                         "--pid-file",    server->pid_file(),
+                                         "--monitor",     server->monitor_url(),
+                                         "--bcrypt-cost", cost,
+                                         "--log-level",   "warn",
+                                         "--json"};
+  auto cli = [&](std::vector<std::string> head) {
+    head.insert(head.end(), pass.begin(), pass.end());
+    const auto t0 = Clock::now();
+    CliResult r = RunCli(head, std::chrono::minutes(30));
+    return std::make_pair(r, Seconds(Clock::now() - t0));
+  };
+  auto connect = [&] {
+    auto bus = BusConnection::Connect(mesh::testing::BenchBusSettings(server->url()));
+    if (!bus.ok()) Die(bus.status().ToString());
+    return std::move(*bus);
+  };
+  auto wipe = [&] {
+    server->Stop();
+    server->WipeStore();
+    server->Restart();
+  };
+
+  // 3 before 2: the first reconcile --once converges the fresh bus.
+  auto [recovery, recovery_s] = cli({"reconcile", "--once"});
+  if (recovery.exit_code != 0) Die("reconcile --once: " + recovery.output);
+  Row("reconcile --once on an empty store (" + Hashed(recovery.output) + " hashed)", recovery_s,
+      "whole process");
+
+  // 2. plan on the converged bus, beside one info request per object.
+  auto [plan, plan_s] = cli({"plan"});
+  if (plan.exit_code != 0) Die("plan on a converged bus: " + plan.output);
+  {
+    auto bus = connect();
+    const auto t0 = Clock::now();
+    PerObjectInfoLoop(*bus, *desired);
+    const double info_s = Seconds(Clock::now() - t0);
+    Row("plan on a converged bus (" + Hashed(plan.output) + " hashed)", plan_s, "whole process");
+    Row("naive: one INFO request per object, sequential", info_s,
+        Ratio(info_s / plan_s, ">= 3", info_s / plan_s >= 3));
+  }
+
+  // 3. reconcile --once after a store wipe, beside sequential creation after another wipe.
+  wipe();
+  auto [rewipe, rewipe_s] = cli({"reconcile", "--once"});
+  if (rewipe.exit_code != 0) Die("reconcile --once after a wipe: " + rewipe.output);
+  wipe();
+  double sequential_s = 0;
+  {
+    auto bus = connect();
+    const auto t0 = Clock::now();
+    SequentialCreationLoop(*bus, *desired);
+    sequential_s = Seconds(Clock::now() - t0);
+  }
+  Row("reconcile --once after a store wipe (" + Hashed(rewipe.output) + " hashed)", rewipe_s,
+      "whole process");
+  Row("naive: sequential creation after a wipe", sequential_s,
+      Ratio(sequential_s / rewipe_s, ">= 2", sequential_s / rewipe_s >= 2));
+
+  // 4 and 5: the daemon, started by PID and stopped by PID.
+  const std::string token = dir + "/admin.token";
+  mesh::testing::WriteFile(token, kToken);
+  std::vector<std::string> daemon_args = {"--records",     records,
+                                          "--bus",         server->url(),
+                                          "--user",        kBenchUser,
+                                          "--users-file",  users,
+                                          "--pid-file",    server->pid_file(),
+                                          "--monitor",     server->monitor_url(),
+                                          "--bcrypt-cost", cost,
+                                          "--token-file",  token,
+                                          "--interval",    "1h",
+                                          "--log-level",   "info"};
+  auto ready = [](DaemonProcess& d) {
+    return WaitFor(
+        [&] {
+          auto r = d.Get("/readyz");
+          return r.ok() && r->status == 200;
+        },
+        std::chrono::minutes(10));
+  };
+  auto missing = [](DaemonProcess& d, const char* kind) {
+    return d.Metric(std::string("mesh_drift_objects{kind=\"") + kind + "\",state=\"missing\"}")
+        .value_or(-1);
+  };
+  {
+    const auto t0 = Clock::now();
+    auto daemon = DaemonProcess::Start(daemon_args, {});
+    if (!ready(*daemon)) Die("daemon not ready; log:\n" + daemon->log());
+    const double ready_s = Seconds(Clock::now() - t0);
+    Row("daemon restarted on a converged bus: ready (first pass finished)", ready_s,
+        Within(ready_s, 1));
+    daemon->Terminate(std::chrono::seconds(10));
+  }
+  {
+    wipe();
+    const auto t0 = Clock::now();
+    auto daemon = DaemonProcess::Start(daemon_args, {});
+    if (!ready(*daemon)) Die("daemon not ready; log:\n" + daemon->log());
+    const double back_s = Seconds(Clock::now() - t0);
+    if (missing(*daemon, "stream") != 0 || missing(*daemon, "consumer") != 0) {
+      Die("streams or consumers still missing after the first pass; log:\n" + daemon->log());
+    }
+    Row("daemon restarted on an empty store: every stream and consumer back", back_s,
+        Within(back_s, 3));
+    daemon->Terminate(std::chrono::seconds(10));
+  }
+  {
+    // An empty store and a users file without digests: every password hashed again.
+    wipe();
+    std::string file = mesh::testing::ReadFile(users);
+    file = std::regex_replace(file, std::regex(" *# credential digest: [^\\n]*\\n"), "");
+    mesh::testing::WriteFile(users, file);
+    server->Restart();  // loads the digest-free file (the same hashes)
+    const auto t0 = Clock::now();
+    auto daemon = DaemonProcess::Start(daemon_args, {});
+    if (!ready(*daemon)) Die("daemon not ready; log:\n" + daemon->log());
+    const double back_s = Seconds(Clock::now() - t0);
+    if (missing(*daemon, "stream") != 0 || missing(*daemon, "consumer") != 0) {
+      Die("streams or consumers still missing after the first pass; log:\n" + daemon->log());
+    }
+    const bool hashed = WaitFor(
+        [&] {
+          return daemon->Metric("mesh_credentials_pending").value_or(-1) == 0 &&
+                 daemon->log().find("hashing finished") != std::string::npos;
+        },
+        std::chrono::minutes(30));
+    const double hashed_s = Seconds(Clock::now() - t0);
+    if (!hashed) Die("hashing did not finish; log:\n" + daemon->log());
+    const bool written = WaitFor(
+        [&] {
+          return mesh::testing::ReadFile(users).find("# credential digest:") != std::string::npos;
+        },
+        std::chrono::minutes(1));
+    const double written_s = Seconds(Clock::now() - t0);
+    if (!written) Die("the users file was not rewritten; log:\n" + daemon->log());
+    Row("empty store, users file without digests: every stream and consumer back", back_s,
+        Within(back_s, 3));
+    Row("  ... every password hashed again in the background (" + std::to_string(cores) + " cores)",
+        hashed_s, "measured under load");
+    Row("  ... the users file written with every digest", written_s, "after hashing ends");
+    daemon->Terminate(std::chrono::seconds(10));
+  }
+  server.reset();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return 0;
+}
