@@ -108,7 +108,7 @@ std::string Hashed(const std::string& output) {
     return m[1];
   }
   std::smatch j;
-  if (std::regex_search(output, j, std::regex("\"passwords_hashed\":([0-9]+)"))) return j[1];
+  if (std::regex_search(output, j, std::regex("\"passwords_hashed\": *([0-9]+)"))) return j[1];
   return "?";
 }
 
