@@ -547,15 +547,7 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   Log(LogLevel::kInfo, report.pass_id, "the bus cannot be observed; repairing the users file",
       {{"reason", report.status.message()}});
   const ApplyTargets targets{nullptr, settings.users_file, settings.pid_file, settings.monitor_url};
-  report.outcomes = Apply(report.plan.actions, targets);
-  for (const ActionOutcome& o : report.outcomes) {
-    const bool bad = o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused;
-    Log(bad ? LogLevel::kWarn : LogLevel::kInfo, report.pass_id, "action",
-        {{"action", ToString(o.action.kind)},
-         {"name", o.action.name},
-         {"outcome", ToString(o.outcome)},
-         {"detail", o.detail}});
-  }
+  report.outcomes = Apply(report.plan.actions, targets);  // Finish logs each outcome
   report.remaining = plan_file().drift;
 }
 
