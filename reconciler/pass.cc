@@ -546,7 +546,10 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   if (report.plan.actions.empty()) return;
   Log(LogLevel::kInfo, report.pass_id, "the bus cannot be observed; repairing the users file",
       {{"reason", report.status.message()}});
-  const ApplyTargets targets{nullptr, settings.users_file, settings.pid_file, settings.monitor_url};
+  ApplyTargets targets;  // no bus: only the users-file actions are applied
+  targets.users_file_path = settings.users_file;
+  targets.pid_file = settings.pid_file;
+  targets.monitor_url = settings.monitor_url;
   report.outcomes = Apply(report.plan.actions, targets);  // Finish logs each outcome
   report.remaining = plan_file().drift;
 }
