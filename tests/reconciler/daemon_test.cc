@@ -472,11 +472,17 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
     return reply.payload;
   };
   call("STREAM.CREATE.ORDERS", R"({"name":"ORDERS","subjects":["orders.>"]})");
-  const std::string advisory =
-      "mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}";
+  // Passes woken by advisories, whatever their result: on 2.9 a consumer created on a stream
+  // recreated a moment ago can be refused (10012, issue 11 item 3), failing that pass.
+  auto advisory_passes = [&] {
+    return f.daemon_->Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}")
+               .value_or(0) +
+           f.daemon_->Metric("mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"}")
+               .value_or(0);
+  };
   // The ORDERS creation may wake one pass (no scope yet names it foreign); let it finish.
   f.WaitConverged();
-  const double before = f.daemon_->Metric(advisory).value_or(0);
+  const double before = advisory_passes();
 
   for (int i = 0; i < 100; ++i) {
     for (const std::string stream : {"EVENTS", "ORDERS"}) {
@@ -496,14 +502,14 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
   f.DeleteStream("SEAT_ledger");
   REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_ledger"); }, kRepairDeadline));
   f.WaitConverged();
-  const double woken = f.daemon_->Metric(advisory).value_or(0) - before;
+  const double woken = advisory_passes() - before;
   INFO(f.daemon_->log());
   CHECK(woken >= 1);  // the deletion
   CHECK(woken <= 3);  // the deletion, its consumer's re-creation advisories; never 400
   f.Stop();
 }
 
-TEST_CASE("--advisory-floor is a duration, from the flag or MESH_RECONCILER_ADVISORY_FLOOR",
+TEST_CASE("the advisory floor is a duration, from its flag or MESH_RECONCILER_ADVISORY_FLOOR",
           "[daemon]") {
   auto parsed = ParseSettings({"--advisory-floor", "250ms"},
                               [](const char*) -> const char* { return nullptr; });
