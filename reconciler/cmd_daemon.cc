@@ -166,6 +166,10 @@ Daemon flags:
   --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
   --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
   --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
+  --advisory-floor DURATION
+                          least time between two passes woken by advisories (default 100ms;
+                          0 for none, at most 1m); only advisories about the mesh's own
+                          streams and known consumers wake a pass, never an ephemeral's
   --log-level LEVEL       debug, info (default), warn or error
   --log-format FORMAT     logfmt (default) or json; one line per event on stderr
 
@@ -237,6 +241,7 @@ int RunDaemon(Settings& settings) {
   Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit());
   LoopOptions options;
   options.interval = settings.interval;
+  options.advisory_floor = settings.advisory_floor;
   if (settings.lease == LeaseMode::kKv) {
     options.lease_round = LeaseRoundFor(settings.interval);
     options.lease_grace = LeaseGraceFor(settings.interval);

@@ -171,9 +171,20 @@ void Loop::Wake(Trigger trigger) {
 
 void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
   switch (event) {
-    case observers::BusEvent::kAdvisory:
-      if (IsLifecycleAdvisory(subject)) Wake(Trigger::kAdvisory);
+    case observers::BusEvent::kAdvisory: {
+      std::shared_ptr<const AdvisoryScope> scope;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        scope = advisory_scope_;
+      }
+      if (AdvisoryWakes(subject, scope.get())) {
+        Wake(Trigger::kAdvisory);
+      } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++advisories_ignored_;
+      }
       return;
+    }
     case observers::BusEvent::kReconnected: {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -377,8 +388,25 @@ std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, d
       static_cast<int64_t>(static_cast<double>(base.count()) * factor(rng_)));
 }
 
+std::optional<Loop::Clock::time_point> Loop::AdvisoryFloorLocked() const {
+  if (pending_ != Bit(Trigger::kAdvisory) || !last_advisory_pass_) return std::nullopt;
+  return *last_advisory_pass_ + options_.advisory_floor;
+}
+
+bool Loop::WakeDueLocked(Clock::time_point now) const {
+  if (pending_ == 0) return false;
+  const std::optional<Clock::time_point> floor = AdvisoryFloorLocked();
+  return !floor || now >= *floor;
+}
+
+uint64_t Loop::advisories_ignored() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return advisories_ignored_;
+}
+
 Loop::Clock::time_point Loop::NextDueLocked() const {
   Clock::time_point due = next_periodic_;
+  if (auto floor = AdvisoryFloorLocked()) due = std::min(due, *floor);
   if (retry_at_) due = std::min(due, *retry_at_);
   if (hold_until_ && hold_expiry_pending_) due = std::min(due, *hold_until_);
   if (options_.lease_round.count() > 0) due = std::min(due, next_lease_round_);
@@ -398,7 +426,7 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
   const bool periodic_due = now >= next_periodic_;
   if (retry_due) pending_ |= Bit(Trigger::kRetry);
   if (periodic_due) pending_ |= Bit(Trigger::kPeriodic);
-  if (pending_ == 0) return std::nullopt;
+  if (!WakeDueLocked(now)) return std::nullopt;
 
   std::optional<Trigger> trigger;
   for (Trigger candidate : kTriggerPriority) {
@@ -447,10 +475,11 @@ void Loop::Run(PassRunner& runner) {
     }
     if (!trigger) {
       const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
-      wake_cv_.wait_until(lock, until, [&] { return stopping_ || pending_ != 0; });
+      wake_cv_.wait_until(lock, until, [&] { return stopping_ || WakeDueLocked(Clock::now()); });
       continue;
     }
     const uint64_t pass_id = ++started_;
+    if (*trigger == Trigger::kAdvisory) last_advisory_pass_ = now;
     const bool held = HeldLocked(now);
     const ApplyMode mode = held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
     const bool previous_records_valid = last_report_ && last_report_->records_valid;
@@ -520,6 +549,7 @@ void Loop::Run(PassRunner& runner) {
       if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
     }
     NoteUsersFileLocked(report);
+    if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
     last_report_ = std::make_shared<const PassReport>(std::move(report));
     if (result == PassResult::kFailure) last_failed_report_ = last_report_;
     last_report_json_.reset();

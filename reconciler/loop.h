@@ -100,6 +100,10 @@ struct LoopOptions {
   // that waiting POSTs never hold every HTTP thread.
   size_t max_waiting_requests = 2;
   uint64_t seed = 0;  // jitter seed; 0: from std::random_device
+  // The least time between the starts of two advisory-woken passes (--advisory-floor): a storm
+  // of advisories about owned objects costs at most one pass per floor. Other triggers are
+  // never delayed by it.
+  std::chrono::milliseconds advisory_floor{100};
   // With a lease: a lease round this often while no pass runs (0: none). A round that makes
   // this instance the holder wakes a pass at once (Trigger::kLeaseAcquired).
   std::chrono::milliseconds lease_round{0};
@@ -151,8 +155,9 @@ class Loop {
 
   // Thread-safe, non-blocking.
   void Wake(Trigger trigger);
-  // kAdvisory wakes a pass only for a lifecycle advisory (IsLifecycleAdvisory); kReconnected
-  // wakes one; kDisconnected marks the bus down.
+  // kAdvisory wakes a pass only for a lifecycle advisory about what the mesh owns
+  // (AdvisoryWakes, with the last pass's scope); kReconnected wakes one; kDisconnected marks
+  // the bus down.
   void OnBusEvent(observers::BusEvent event, std::string_view subject);
   // An EventSink for the Reconciler that forwards to OnBusEvent (only pushes; never blocks).
   observers::EventSink MakeEventSink();
@@ -179,7 +184,8 @@ class Loop {
   std::optional<PassReport> last_report() const;
   uint64_t passes_started() const;
   uint64_t passes_finished() const;
-  size_t waiting_requests() const;  // RequestPass callers now waiting
+  uint64_t advisories_ignored() const;  // advisories about what the mesh does not own
+  size_t waiting_requests() const;      // RequestPass callers now waiting
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -193,6 +199,9 @@ class Loop {
   // wake-up and due timer it serves.
   std::optional<Trigger> TakeDueLocked(Clock::time_point now);
   Clock::time_point NextDueLocked() const;
+  // Whether a pending wake-up may be served now (an advisory alone waits for its floor).
+  bool WakeDueLocked(Clock::time_point now) const;
+  std::optional<Clock::time_point> AdvisoryFloorLocked() const;
   bool HeldLocked(Clock::time_point now) const;
   std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
   void FinishLocked(PassReport report, Clock::time_point now);
@@ -224,6 +233,9 @@ class Loop {
   bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
   Clock::time_point heartbeat_{};
   bool bus_connected_ = false;
+  std::shared_ptr<const AdvisoryScope> advisory_scope_;  // from the last pass that observed
+  std::optional<Clock::time_point> last_advisory_pass_;  // start of the last advisory-woken pass
+  uint64_t advisories_ignored_ = 0;
   std::shared_ptr<const PassReport> last_report_;
   // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
   std::shared_ptr<const PassReport> last_failed_report_;

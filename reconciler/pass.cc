@@ -73,6 +73,26 @@ struct HashJob {
   std::thread thread;
 };
 
+// The streams the mesh desires or marks, and the consumers it knows on them.
+std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
+                                             const observers::ObservedState& observed) {
+  auto scope = std::make_shared<AdvisoryScope>();
+  const std::string mark = model::OwnershipMark(desired.mesh);
+  for (const model::StreamSpec& s : desired.streams) scope->streams.insert(s.name.str());
+  for (const observers::ObservedStream& s : observed.jetstream.streams) {
+    if (s.config.description == mark) scope->streams.insert(s.config.name.str());
+  }
+  for (const model::ConsumerSpec& c : desired.consumers) {
+    scope->consumers.insert(c.stream.str() + "." + c.durable.str());
+  }
+  for (const observers::ObservedConsumer& c : observed.jetstream.consumers) {
+    if (!c.config.durable.empty()) {
+      scope->consumers.insert(c.config.stream.str() + "." + c.config.durable.str());
+    }
+  }
+  return scope;
+}
+
 }  // namespace
 
 struct Reconciler::Impl {
@@ -471,6 +491,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
+  report.advisory_scope = ScopeOf(desired, *observed);
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).

@@ -20,6 +20,7 @@
 #include "model/records.h"
 #include "model/result.h"
 #include "observers/bus.h"
+#include "reconciler/advisory_filter.h"
 #include "reconciler/apply.h"
 #include "reconciler/lease.h"
 #include "reconciler/plan.h"
@@ -69,6 +70,9 @@ struct PassReport {
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
   // its lease round.
   LeaseState lease;
+  // What the mesh owns as this pass observed it (which advisories wake the next pass); null when
+  // the pass could not observe.
+  std::shared_ptr<const AdvisoryScope> advisory_scope;
   // Ok pass, nothing remaining, no failed action.
   bool converged() const;
   bool any_action_failed() const;

@@ -146,6 +146,15 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.interval = *d;
           return {};
         }}},
+      {"advisory-floor",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          auto d = ParseDuration(v);
+          if (!d.ok()) return "--advisory-floor: " + d.status().message();
+          if (*d > std::chrono::minutes(1)) return "--advisory-floor: at most 1m";
+          s.advisory_floor = *d;
+          return {};
+        }}},
       {"tls-cert",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.tls_cert_file, v); }}},

@@ -43,10 +43,12 @@ struct Settings {
   std::string listen = "127.0.0.1:9464";      // --listen HOST:PORT
   std::string token_file;                     // --token-file
   std::chrono::milliseconds interval{30000};  // --interval 30s | 5m | 500ms
-  std::string tls_cert_file;                  // --tls-cert (HTTP listener)
-  std::string tls_key_file;                   // --tls-key
-  std::string log_level = "info";             // --log-level debug|info|warn|error
-  std::string log_format = "logfmt";          // --log-format logfmt|json
+  // --advisory-floor: least time between two advisory-woken passes (0 allowed).
+  std::chrono::milliseconds advisory_floor{100};
+  std::string tls_cert_file;          // --tls-cert (HTTP listener)
+  std::string tls_key_file;           // --tls-key
+  std::string log_level = "info";     // --log-level debug|info|warn|error
+  std::string log_format = "logfmt";  // --log-format logfmt|json
   // On-call.
   std::string remote;                                  // --remote http://127.0.0.1:9464
   std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m

@@ -513,3 +513,48 @@ TEST_CASE("The heartbeat goes stale while a pass hangs", "[loop]") {
 
 }  // namespace
 }  // namespace mesh::reconciler::test
+
+namespace mesh::reconciler {
+namespace {
+
+AdvisoryScope ExampleScope() {
+  AdvisoryScope scope;
+  scope.streams = {"EVENTS", "DECL", "SEAT_a"};
+  scope.consumers = {"DECL.decl_node-a", "SEAT_a.worker", "EVENTS.ev_x_a_done"};
+  return scope;
+}
+
+TEST_CASE("advisories wake only for the mesh's streams and known consumers", "[loop]") {
+  const AdvisoryScope scope = ExampleScope();
+  // Streams the mesh owns or desires.
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTS", &scope));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.CREATED.SEAT_a", &scope));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.UPDATED.DECL", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.CREATED.KV_config", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTSX", &scope));
+  // Known durables on them.
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-a", &scope));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.SEAT_a.worker", &scope));
+  // Ephemerals (unknown names), on owned and foreign streams alike.
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS.Xk3bQ9aZ", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.Xk3bQ9aZ", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.ORDERS.worker", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.KV_config.abc", &scope));
+  // A known durable name on another stream is not that consumer.
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.worker", &scope));
+  // Message traffic never wakes; an unknown subject does.
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SEAT_a.worker", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS", &scope));
+  CHECK(AdvisoryWakes("", &scope));
+}
+
+TEST_CASE("before any pass has observed, every lifecycle advisory wakes", "[loop]") {
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", nullptr));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.ORDERS.x", nullptr));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.A.b", nullptr));
+}
+
+}  // namespace
+}  // namespace mesh::reconciler

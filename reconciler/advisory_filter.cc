@@ -1,0 +1,42 @@
+#include "reconciler/advisory_filter.h"
+
+namespace mesh::reconciler {
+namespace {
+
+constexpr std::string_view kStreamPrefixes[] = {
+    "$JS.EVENT.ADVISORY.STREAM.CREATED.",
+    "$JS.EVENT.ADVISORY.STREAM.DELETED.",
+    "$JS.EVENT.ADVISORY.STREAM.UPDATED.",
+};
+constexpr std::string_view kConsumerPrefixes[] = {
+    "$JS.EVENT.ADVISORY.CONSUMER.CREATED.",
+    "$JS.EVENT.ADVISORY.CONSUMER.DELETED.",
+};
+
+// The rest of `subject` after one of `prefixes`, or nullopt.
+template <size_t N>
+std::optional<std::string_view> After(std::string_view subject,
+                                      const std::string_view (&prefixes)[N]) {
+  for (std::string_view prefix : prefixes) {
+    if (subject.substr(0, prefix.size()) == prefix) return subject.substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope) {
+  if (subject.empty()) return true;
+  if (auto stream = After(subject, kStreamPrefixes)) {
+    return scope == nullptr || scope->streams.count(*stream) != 0;
+  }
+  if (auto rest = After(subject, kConsumerPrefixes)) {
+    if (scope == nullptr) return true;
+    const size_t dot = rest->find('.');
+    if (dot == std::string_view::npos) return false;
+    return scope->streams.count(rest->substr(0, dot)) != 0 && scope->consumers.count(*rest) != 0;
+  }
+  return false;
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,33 @@
+// Which JetStream advisories wake a pass. The subject names the stream and the consumer
+// (nats-server jetstream_api.go: $JS.EVENT.ADVISORY.STREAM.{CREATED,DELETED,UPDATED}.<stream>,
+// $JS.EVENT.ADVISORY.CONSUMER.{CREATED,DELETED}.<stream>.<consumer>); neither the subject nor
+// the payload (JSConsumerActionAdvisory: stream, consumer, action) says whether a consumer is
+// durable, so a consumer wakes a pass only when its name is one the mesh knows on that stream.
+//
+// Pure: no I/O, no clock. Thread-safety: free functions over values.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace mesh::reconciler {
+
+// What the mesh owns, as the last pass saw it.
+struct AdvisoryScope {
+  std::set<std::string, std::less<>> streams;  // desired, or carrying the ownership mark
+  // "<stream>.<durable>" (names never contain a dot): every desired consumer, and every durable
+  // observed on an owned stream (its deletion or change is drift; an unexpected one's too).
+  std::set<std::string, std::less<>> consumers;
+};
+
+// True when the advisory is about an owned stream, or about a known consumer on one. A
+// lifecycle advisory before any scope is known (`scope` null) wakes; advisories that follow
+// message traffic (MAX_DELIVERIES, MSG_TERMINATED, LEADER_ELECTED, ...) never do. An empty
+// subject (unknown) wakes. A consumer the mesh does not know (an ephemeral, or a new durable
+// that would be unexpected) does not wake: it cannot be told apart from a client's ephemeral,
+// and an unexpected durable is only reported, so the next periodic pass finds it.
+bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope);
+
+}  // namespace mesh::reconciler
