@@ -14,9 +14,11 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "reconciler/http_wire.h"
@@ -47,6 +49,23 @@ struct Shared {
   const HttpState& state;
   const HttpServerOptions options;
   std::atomic<size_t> connections{0};
+
+  // Connections per client address, so that one client cannot hold the whole cap (and with it
+  // the probes). Admit: false when this address is at max_connections_per_client.
+  bool Admit(const std::string& client) {
+    std::lock_guard<std::mutex> lock(clients_mutex);
+    size_t& count = per_client[client];
+    if (count >= options.max_connections_per_client) return false;
+    ++count;
+    return true;
+  }
+  void Leave(const std::string& client) {
+    std::lock_guard<std::mutex> lock(clients_mutex);
+    auto it = per_client.find(client);
+    if (it != per_client.end() && --it->second == 0) per_client.erase(it);
+  }
+  std::mutex clients_mutex;
+  std::unordered_map<std::string, size_t> per_client;  // guarded by clients_mutex
 };
 
 // OpenSSL refused the handshake because the client spoke plain HTTP.
@@ -62,14 +81,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
  public:
   // `context`: the TLS credentials for this connection (null for plain HTTP).
+  // `client`: the peer's address, already admitted (Shared::Admit); left on destruction.
   Session(tcp::socket&& socket, std::shared_ptr<ssl::context> context,
-          std::shared_ptr<Shared> shared)
+          std::shared_ptr<Shared> shared, std::string client)
       : context_(std::move(context)),
         stream_(MakeStream(std::move(socket), context_.get())),
-        shared_(std::move(shared)) {
+        shared_(std::move(shared)),
+        client_(std::move(client)) {
     ++shared_->connections;
   }
-  ~Session() { --shared_->connections; }
+  ~Session() {
+    shared_->Leave(client_);
+    --shared_->connections;
+  }
 
   void Run() {
     net::dispatch(Tcp().get_executor(),
@@ -120,10 +144,21 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                       });
   }
 
+  // The header first, within header_timeout (a connection that sends no request, or dribbles
+  // it, is cut off soon), then the body within what is left of read_timeout.
   void Read() {
     parser_.emplace();
     ApplyLimits(*parser_, shared_->options);
-    Tcp().expires_after(shared_->options.read_timeout);
+    read_deadline_ = std::chrono::steady_clock::now() + shared_->options.read_timeout;
+    Tcp().expires_after(std::min(shared_->options.header_timeout, shared_->options.read_timeout));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        beast::bind_front_handler(&Session::OnHeader, this->shared_from_this()));
+  }
+
+  void OnHeader(beast::error_code ec, size_t bytes) {
+    if (ec) return OnRead(ec, bytes);
+    Tcp().expires_at(read_deadline_);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
@@ -206,6 +241,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::shared_ptr<ssl::context> context_;  // declared first: outlives the stream that uses it
   Stream stream_;
   std::shared_ptr<Shared> shared_;
+  const std::string client_;
+  std::chrono::steady_clock::time_point read_deadline_{};
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
   std::optional<http::response<http::string_body>> response_;
@@ -234,15 +271,20 @@ struct HttpServer::Impl {
         });
         return;
       }
-      if (shared->connections.load() >= shared->options.max_connections) {
+      beast::error_code peer_ec;
+      const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+      std::string client = peer_ec ? std::string("?") : peer.address().to_string();
+      if (shared->connections.load() >= shared->options.max_connections || !shared->Admit(client)) {
         beast::error_code ignored;
         socket.close(ignored);
       } else if (shared->options.tls) {
         std::make_shared<Session<TlsStream>>(std::move(socket), shared->options.tls->Current(),
-                                             shared)
+                                             shared, std::move(client))
             ->Run();
       } else {
-        std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared)->Run();
+        std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared,
+                                               std::move(client))
+            ->Run();
       }
       Accept();
     });

@@ -13,7 +13,8 @@
 // Per connection: a read deadline (a slow or silent client is cut off; others are served
 // meanwhile), a header limit and a body limit (413 for a body, 431 for headers over the limit),
 // 400 for a malformed request, then the connection is closed; keep-alive otherwise. At most
-// `max_connections` connections at once; more are closed on accept.
+// `max_connections` connections at once, and `max_connections_per_client` from one address;
+// more are closed on accept. The header must arrive within `header_timeout`.
 //
 // Threads: `threads` I/O threads run every connection (each on its own strand). A handler that
 // blocks (POST /reconcile waits for a pass) holds one of them, so `threads` must exceed the
@@ -46,10 +47,16 @@ Result<ListenAddress> ParseListenAddress(const std::string& text);
 struct HttpServerOptions {
   std::chrono::milliseconds handshake_timeout{10000};  // TLS only: from accept to handshake done
   std::chrono::milliseconds read_timeout{10000};       // the whole request, header and body
+  // From accept (or the previous reply) to the end of the request's header: a connection that
+  // sends nothing, or dribbles its request line, is cut off after this, not after read_timeout.
+  std::chrono::milliseconds header_timeout{3000};
   std::chrono::milliseconds write_timeout{10000};
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 48 * 1024;  // header + body at most 64 KiB
   size_t max_connections = 256;
+  // Connections from one client address at once; more are closed on accept. One client cannot
+  // take the whole cap, so the kubelet's probes (from the node's address) are still answered.
+  size_t max_connections_per_client = 64;
   int threads = 4;
   // Null: plain HTTP. Otherwise HTTPS with these (reloadable) credentials, shared with the
   // daemon; the server calls Current() once per accepted connection.

@@ -366,16 +366,14 @@ void Reconciler::Impl::StopHashJob() {
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
-  if (bus && bus->reconnecting()) {
-    // cnats is reconnecting: its kReconnected wakes a pass the moment the server is back.
-    // A new connection here would drop that one and leave the pass to wait for its backoff.
-    return Status(Errc::kUnavailable, "bus connection lost; reconnecting");
-  }
   if (bus && !bus->connected()) {
     Log(LogLevel::kInfo, pass_id, "bus connection lost; connecting again");
-    bus.reset();
+    // A connection cnats is still reconnecting is kept until a new one succeeds: its
+    // kReconnected wakes a pass the moment the server is back, and dropping it for a connect
+    // that fails would leave the repair to wait for the retry backoff.
+    if (!bus->reconnecting()) bus.reset();
   }
-  if (bus) return Status::Ok();
+  if (bus && bus->connected()) return Status::Ok();
   auto connected = observers::BusConnection::Connect(settings.bus, events);
   if (!connected.ok()) return connected.status();
   bus = std::move(*connected);

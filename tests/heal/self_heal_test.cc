@@ -2,6 +2,7 @@
 // against a real nats-server, stopped, frozen or restarted by PID. Every wait is on a condition;
 // the only clocks asserted on are the daemon's own triggers and states, never a tight bound.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <rapidjson/document.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <regex>
@@ -240,7 +242,11 @@ TEST_CASE("After a bus outage the pass that heals is the reconnect's, not the ba
   HealFixture f({}, ExampleRecordsJson(), "", monitor);
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
   f.mesh.server->Stop();
-  // Let the passes fail until the backoff has grown to 8 s (1, 2, 4, 8): a retry is far off.
+  // A pass during the outage (forced: with a 1 h interval nothing else may run one) fails and
+  // starts the retries; let them fail until the backoff has grown to 8 s (1, 2, 4, 8).
+  Result<PassReport> failed = f.Reconcile();
+  REQUIRE(failed.ok());
+  CHECK_FALSE(failed->status.ok());
   const bool backed_off = WaitFor([&] { return f.ConsecutiveFailures() >= 4; }, seconds(60));
   INFO(f.daemon->log());
   REQUIRE(backed_off);
@@ -436,6 +442,106 @@ TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entr
   INFO(standby->log());
   CHECK(taken);
   CHECK(standby->Terminate(seconds(10)) == 0);
+}
+
+// ---------- item 3: probes are answered whatever other clients do ----------
+
+// Holds `idle` connections that send nothing and `slow` ones that send a request one byte at a
+// time, all from 127.0.0.2, to 127.0.0.1:`port`; whatever the server closes is opened again.
+class Flood {
+ public:
+  Flood(int port, int idle, int slow) : port_(port) {
+    sockets_.resize(static_cast<size_t>(idle + slow), Socket{});
+    for (size_t i = static_cast<size_t>(idle); i < sockets_.size(); ++i) sockets_[i].slow = true;
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Flood() {
+    stop_ = true;
+    thread_.join();
+    for (Socket& s : sockets_) {
+      if (s.fd >= 0) close(s.fd);
+    }
+  }
+  int reopened() const { return reopened_.load(); }
+
+ private:
+  struct Socket {
+    int fd = -1;
+    size_t sent = 0;
+    bool slow = false;
+  };
+  int Open() const {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    source.sin_addr.s_addr = htonl(0x7f000002);  // 127.0.0.2
+    sockaddr_in target{};
+    target.sin_family = AF_INET;
+    target.sin_port = htons(static_cast<uint16_t>(port_));
+    target.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0 ||
+        connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof target) != 0) {
+      close(fd);
+      return -1;
+    }
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    return fd;
+  }
+  void Run() {
+    static const std::string kRequest = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    while (!stop_) {
+      for (Socket& s : sockets_) {
+        if (stop_) break;
+        if (s.fd >= 0) {
+          char byte;
+          const ssize_t n = recv(s.fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            close(s.fd);
+            s.fd = -1;
+          }
+        }
+        if (s.fd < 0) {
+          s.fd = Open();
+          s.sent = 0;
+          ++reopened_;
+          continue;
+        }
+        if (s.slow && s.sent < kRequest.size() - 1) {  // never the last byte
+          if (send(s.fd, kRequest.data() + s.sent, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) ++s.sent;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  int port_;
+  std::vector<Socket> sockets_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> reopened_{0};
+  std::thread thread_;
+};
+
+TEST_CASE("300 idle and 200 slow clients from one address: every probe is still answered",
+          "[faults][integration][daemon][http]") {
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  Flood flood(f.daemon->port(), 300, 200);
+  // Let the flood fill what it can (it reopens whatever the daemon closes).
+  REQUIRE(WaitFor([&] { return flood.reopened() >= 500; }, seconds(30)));
+  int answered = 0;
+  std::string last;
+  constexpr int kProbes = 40;
+  for (int i = 0; i < kProbes; ++i) {
+    auto probe = f.daemon->Get(i % 2 == 0 ? "/healthz" : "/readyz", seconds(5));
+    if (probe.ok() && probe->status == 200) {
+      ++answered;
+    } else {
+      last = probe.ok() ? std::to_string(probe->status) + " " + probe->body
+                        : probe.status().ToString();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  INFO(last);
+  CHECK(answered == kProbes);
 }
 
 }  // namespace
