@@ -9,6 +9,7 @@
 #   bash scripts/demo.sh            # the full demo, daemon in the foreground
 #   bash scripts/demo.sh --check    # non-interactive: also deletes a stream, waits until the
 #                                   # daemon has recreated it, then stops (used by the tests)
+# MESH_NATS_SERVER=/path/to/nats-server runs that binary instead of the installed one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
@@ -84,7 +85,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== starting a private nats-server on $bus (monitoring $monitor, folder $demo)"
-nats-server -c "$demo/nats.conf" &
+"${MESH_NATS_SERVER:-nats-server}" -c "$demo/nats.conf" &
 nats_pid=$!
 wait_for 20 curl -fsS "$monitor/healthz" || { echo "nats-server did not become healthy"; tail -20 "$demo/nats.log"; exit 1; }
 

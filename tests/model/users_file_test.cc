@@ -350,7 +350,7 @@ TEST_CASE("bcrypt: credentials without a password, bcrypt pass-through, bad inpu
   CHECK_FALSE(broken.Hash(UserName("n"), Plain("pw")).ok());
 }
 
-TEST_CASE("bcrypt: HashAll on two threads equals hashing one by one", "[render]") {
+TEST_CASE("bcrypt: HashAll on two threads equals hashing one by one", "[render][server]") {
   using mesh::testing::CredentialMix;
   using mesh::testing::MeshSize;
   const DesiredState d =
@@ -402,12 +402,13 @@ CommandResult TestConfig(const std::string& users) {
                            "listen: 127.0.0.1:" + std::to_string(mesh::testing::FreePort()) +
                                "\njetstream {store_dir: \"" + dir + "/js\"}\n" +
                                "include \"users.conf\"\n");
-  CommandResult result = RunCommand("/usr/sbin/nats-server -t -c " + dir + "/main.conf");
+  CommandResult result =
+      RunCommand("'" + mesh::testing::ServerBinary() + "' -t -c " + dir + "/main.conf");
   std::filesystem::remove_all(dir);
   return result;
 }
 
-TEST_CASE("nats-server -t accepts the rendered example", "[render][nats]") {
+TEST_CASE("nats-server -t accepts the rendered example", "[render][nats][server]") {
   const RenderedUsersFile r = RenderExample(BcryptHasher::kDefaultCost);
   const CommandResult accepted = TestConfig(r.bytes);
   INFO(accepted.output);
@@ -441,7 +442,7 @@ Connection Connect(const std::string& url, const std::string& user, const std::s
 }
 
 TEST_CASE("a live nats-server loads the rendering, authenticates and enforces it",
-          "[render][nats]") {
+          "[render][nats][server]") {
   const RenderedUsersFile r = RenderExample(BcryptHasher::kDefaultCost);
   mesh::testing::NatsServerOptions options;
   options.users_conf = r.bytes;

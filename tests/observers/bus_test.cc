@@ -105,7 +105,7 @@ class EventLog {
 };
 
 TEST_CASE("Bus connects as a user limited to its own inbox and gets JetStream answers",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   auto bus = BusConnection::Connect(BusSettingsFor(*server));
   REQUIRE(bus.ok());
@@ -121,7 +121,7 @@ TEST_CASE("Bus connects as a user limited to its own inbox and gets JetStream an
 }
 
 TEST_CASE("RequestMany sends 300 JetStream requests 16 at a time, replies in order",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   auto bus = BusConnection::Connect(BusSettingsFor(*server));
   REQUIRE(bus.ok());
@@ -143,7 +143,7 @@ TEST_CASE("RequestMany sends 300 JetStream requests 16 at a time, replies in ord
 }
 
 TEST_CASE("RequestMany matches out-of-order replies and never exceeds max_in_flight",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   Responder responder(*server);
   auto settings = BusSettingsFor(*server, "admin", "admin");
@@ -162,7 +162,8 @@ TEST_CASE("RequestMany matches out-of-order replies and never exceeds max_in_fli
   CHECK(responder.max_outstanding() >= Responder::kBatch);
 }
 
-TEST_CASE("RequestMany fails only the requests that get no answer", "[observers][integration]") {
+TEST_CASE("RequestMany fails only the requests that get no answer",
+          "[observers][integration][server]") {
   auto server = StartServer();
   Responder responder(*server);
   auto settings = BusSettingsFor(*server, "admin", "admin");
@@ -184,7 +185,7 @@ TEST_CASE("RequestMany fails only the requests that get no answer", "[observers]
 }
 
 TEST_CASE("A wrong password is refused with the address and without the password",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   auto settings = BusSettingsFor(*server, testing::kReconcilerUser, "wrong-password-xyz");
   auto bus = BusConnection::Connect(settings);
@@ -198,7 +199,7 @@ TEST_CASE("A wrong password is refused with the address and without the password
   CHECK(message.find("Authorization Violation") != std::string::npos);
 }
 
-TEST_CASE("Credentials in a URL never reach an error message", "[observers][integration]") {
+TEST_CASE("Credentials in a URL never reach an error message", "[observers][integration][server]") {
   BusSettings settings;
   const int closed_port = testing::FreePort();
   settings.urls = {"nats://bob:url-secret@127.0.0.1:" + std::to_string(closed_port)};
@@ -214,7 +215,7 @@ TEST_CASE("Credentials in a URL never reach an error message", "[observers][inte
   CHECK(message.find("pw-secret") == std::string::npos);
 }
 
-TEST_CASE("Advisories for streams reach the EventSink", "[observers][integration]") {
+TEST_CASE("Advisories for streams reach the EventSink", "[observers][integration][server]") {
   auto server = StartServer();
   EventLog log;
   auto bus = BusConnection::Connect(BusSettingsFor(*server), log.Sink());
@@ -229,7 +230,7 @@ TEST_CASE("Advisories for streams reach the EventSink", "[observers][integration
 }
 
 TEST_CASE("The connection reports a restart and keeps working after it",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   EventLog log;
   auto bus = BusConnection::Connect(BusSettingsFor(*server), log.Sink());

@@ -198,7 +198,7 @@ TEST_CASE("Encoded configs decode to the same specs", "[observers]") {
   CHECK(*decoded_consumer == consumer);
 }
 
-TEST_CASE("Observing an empty account gives empty lists", "[observers][integration]") {
+TEST_CASE("Observing an empty account gives empty lists", "[observers][integration][server]") {
   auto server = StartServer();
   auto bus = Connect(*server);
   auto observed = ObserveJetStream(*bus);
@@ -210,7 +210,7 @@ TEST_CASE("Observing an empty account gives empty lists", "[observers][integrati
 }
 
 TEST_CASE("Observing an account without JetStream is refused with the API's reason",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   testing::NatsServerOptions options;
   options.users_conf = R"(accounts { MESH { users: [ { user: "mesh-reconciler", password: ")" +
                        std::string(testing::kReconcilerPassword) + R"(" } ] } })";
@@ -224,7 +224,7 @@ TEST_CASE("Observing an account without JetStream is refused with the API's reas
 }
 
 TEST_CASE("Derived streams and consumers read back exactly as derived",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   // Every kind of object the contract derives (sections 2 and 3), at the smallest events max
   // age the contract allows (the duplicate window must fit in it) and at the default.
   const int64_t max_age_seconds = GENERATE(120, 604800);
@@ -276,7 +276,7 @@ TEST_CASE("Derived streams and consumers read back exactly as derived",
 }
 
 TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through every list",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = StartServer();
   auto bus = Connect(*server);
   std::vector<StreamSpec> streams;
@@ -319,7 +319,8 @@ TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through e
   CHECK(bus->requests_sent() - sent_before == observed->api_requests);
 }
 
-TEST_CASE("A clustered bus reports stream leaders and the group size", "[observers][integration]") {
+TEST_CASE("A clustered bus reports stream leaders and the group size",
+          "[observers][integration][server]") {
   testing::NatsClusterOptions options;
   options.users_conf = testing::ReconcilerUsersConf();
   auto cluster = testing::NatsCluster::Start(options);

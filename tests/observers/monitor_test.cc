@@ -115,7 +115,7 @@ TEST_CASE("An unreachable or unconfigured monitor is data, not an error", "[obse
 }
 
 TEST_CASE("ObserveServer reads a healthy server's health, identity and load time",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = NatsServer::Start({});
   ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
   CHECK(observed.monitor_configured);
@@ -123,7 +123,7 @@ TEST_CASE("ObserveServer reads a healthy server's health, identity and load time
   CHECK(observed.healthy);
   CHECK(observed.health_error.empty());
   CHECK(observed.server_name == "n" + std::to_string(server->port()));
-  CHECK(observed.version == "2.9.10");
+  CHECK(observed.version == testing::ServerBinaryVersion());
   CHECK(observed.jetstream_cluster_size == 1);
   const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -133,7 +133,8 @@ TEST_CASE("ObserveServer reads a healthy server's health, identity and load time
   CHECK(ObserveServer(server->monitor_url() + "/", kTimeout).reachable);  // trailing slash
 }
 
-TEST_CASE("config_load_time moves when the server reloads on SIGHUP", "[observers][integration]") {
+TEST_CASE("config_load_time moves when the server reloads on SIGHUP",
+          "[observers][integration][server]") {
   auto server = NatsServer::Start({});
   const int64_t before = ObserveServer(server->monitor_url(), kTimeout).config_load_time_unix_ns;
   REQUIRE(before > 0);
@@ -144,7 +145,7 @@ TEST_CASE("config_load_time moves when the server reloads on SIGHUP", "[observer
 }
 
 TEST_CASE("A cluster member without a meta leader is reachable but not healthy",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   // Routes to two members that never start: JetStream cannot form its meta group.
   testing::NatsServerOptions options;
   options.cluster_port = testing::FreePort();

@@ -46,7 +46,7 @@ TEST_CASE("WaitFor returns as soon as the condition holds and false at the deadl
 }
 
 TEST_CASE("NatsServer starts, answers, restarts, wipes its store and stops by PID",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   auto server = NatsServer::Start({});
   REQUIRE(server->running());
   const pid_t first_pid = server->pid();
@@ -89,7 +89,7 @@ TEST_CASE("NatsServer starts, answers, restarts, wipes its store and stops by PI
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
-TEST_CASE("NatsServer Kill leaves no process behind", "[observers][integration]") {
+TEST_CASE("NatsServer Kill leaves no process behind", "[observers][integration][server]") {
   auto server = NatsServer::Start({});
   const pid_t pid = server->pid();
   server->Kill();
@@ -98,7 +98,7 @@ TEST_CASE("NatsServer Kill leaves no process behind", "[observers][integration]"
 }
 
 TEST_CASE("A server dies with a test process that aborts without cleaning up",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   // The orphaned server is re-parented to this process, which can then reap it.
   REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
   int fds[2];
@@ -133,7 +133,7 @@ TEST_CASE("A server dies with a test process that aborts without cleaning up",
 }
 
 TEST_CASE("NatsServer with a bad users.conf fails to start with the log tail",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   NatsServerOptions options;
   options.users_conf = "accounts { MESH { users: [ { user: \n";
   try {
@@ -152,7 +152,7 @@ TEST_CASE("NatsServer with a bad users.conf fails to start with the log tail",
   }
 }
 
-TEST_CASE("NatsServer forms a three-node JetStream cluster", "[observers][integration]") {
+TEST_CASE("NatsServer forms a three-node JetStream cluster", "[observers][integration][server]") {
   const int cluster_ports[3] = {FreePort(), FreePort(), FreePort()};
   std::vector<std::unique_ptr<NatsServer>> servers;
   for (int i = 0; i < 3; ++i) {

@@ -198,7 +198,7 @@ TEST_CASE("Certificate facts: the openssl-style SHA-256 fingerprint and the vali
 }
 
 TEST_CASE("CA file: a certificate from the CA naming the URL's host is trusted",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   const TestCertificate ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "ca");
   CertificateSpec leaf_spec = BusLeafSpec(ca);
@@ -218,7 +218,7 @@ TEST_CASE("CA file: a certificate from the CA naming the URL's host is trusted",
 }
 
 TEST_CASE("CA file: the wrong name, another CA, or only the system's CAs are refused",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   const TestCertificate ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "ca");
   const TestCertificate other_ca = MakeCertificate(CaSpec("mesh test CA"), dir.path, "other-ca");
@@ -264,7 +264,7 @@ TEST_CASE("CA file: the wrong name, another CA, or only the system's CAs are ref
 }
 
 TEST_CASE("A pinned self-signed certificate that names nothing is accepted",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   CertificateSpec spec;  // no subject, no subjectAltName: valid for no name at all
   spec.not_after = 40 * 86400;
@@ -287,7 +287,7 @@ TEST_CASE("A pinned self-signed certificate that names nothing is accepted",
 }
 
 TEST_CASE("FetchPresentedCertificate reads the server's certificate without logging in",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";
@@ -307,7 +307,7 @@ TEST_CASE("FetchPresentedCertificate reads the server's certificate without logg
 }
 
 TEST_CASE("Another certificate than the pinned one is refused before any credential is sent",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";  // same subject, another key
@@ -351,7 +351,7 @@ natsStatus PlainCnatsConnect(const NatsServer& server, const std::string& truste
 }
 
 TEST_CASE("cnats alone: a no-name pin fails, a system CA's certificate for the host passes",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   // A characterisation of Debian's cnats 3.4, and why BusConnection installs its own check:
   // with the pin as its only configured CA, cnats still checks the URL's host (so a pin naming
   // nothing can never pass) and still trusts OpenSSL's default store (so any certificate a
@@ -378,7 +378,7 @@ TEST_CASE("cnats alone: a no-name pin fails, a system CA's certificate for the h
 }
 
 TEST_CASE("Every reconnect is checked: a server back with another certificate gets no login",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   const PinAndTrustedImpostor certificates(dir.path);
   const TestCertificate& pin = certificates.pin;
@@ -426,7 +426,7 @@ TEST_CASE("Every reconnect is checked: a server back with another certificate ge
 }
 
 TEST_CASE("An expired pinned certificate is refused, naming its expiry",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   CertificateSpec spec;
   spec.common_name = "bus";
@@ -443,7 +443,7 @@ TEST_CASE("An expired pinned certificate is refused, naming its expiry",
 }
 
 TEST_CASE("With a pin, a server without TLS or an unreadable pin is refused",
-          "[observers][tls][integration]") {
+          "[observers][tls][integration][server]") {
   TempDir dir("mesh-tls");
   CertificateSpec spec;
   const TestCertificate pin = MakeCertificate(spec, dir.path, "pin");

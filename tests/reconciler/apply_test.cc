@@ -208,7 +208,8 @@ TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stre
   CHECK(outcomes[2].detail == "stream S1 could not be created");
 }
 
-TEST_CASE("Apply writes the users file, and without --pid-file skips the reload", "[apply]") {
+TEST_CASE("Apply writes the users file, and without --pid-file skips the reload",
+          "[apply][server]") {
   TempDir dir("mesh-apply");
   ApplyTargets targets;
   targets.users_file_path = dir.path + "/users.conf";
@@ -261,7 +262,8 @@ struct Server {
   }
 };
 
-TEST_CASE("ConfirmReload waits for the server's load time to move", "[apply][integration]") {
+TEST_CASE("ConfirmReload waits for the server's load time to move",
+          "[apply][integration][server]") {
   Server s;
   const int64_t before = LoadTime(*s.server);
   REQUIRE(before > 0);
@@ -273,7 +275,7 @@ TEST_CASE("ConfirmReload waits for the server's load time to move", "[apply][int
   CHECK(LoadTime(*s.server) > before);
 }
 
-TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][integration]") {
+TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][integration][server]") {
   Server s;
   const int64_t before = LoadTime(*s.server);
   // The same users with one more: the new user can connect only once the reload happened.
@@ -302,7 +304,7 @@ TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][inte
 }
 
 TEST_CASE("A reload the server rejects is reported as failed, the server keeping its users",
-          "[apply][integration]") {
+          "[apply][integration][server]") {
   Server s;
   const int64_t before = LoadTime(*s.server);
   ApplyTargets targets = s.Targets();
@@ -325,7 +327,8 @@ TEST_CASE("A reload the server rejects is reported as failed, the server keeping
   CHECK(outcomes[1].outcome == Outcome::kDone);
 }
 
-TEST_CASE("Apply creates, updates and deletes streams and consumers", "[apply][integration]") {
+TEST_CASE("Apply creates, updates and deletes streams and consumers",
+          "[apply][integration][server]") {
   Server s;
   model::StreamSpec a = TestStream("A", "t.a.*");
   model::StreamSpec b = TestStream("B", "t.b.*");
@@ -371,7 +374,8 @@ TEST_CASE("Apply creates, updates and deletes streams and consumers", "[apply][i
   CHECK(observed.consumers[0].config == a1);
 }
 
-TEST_CASE("Apply reports the server's refusals with their error codes", "[apply][integration]") {
+TEST_CASE("Apply reports the server's refusals with their error codes",
+          "[apply][integration][server]") {
   Server s;
   model::StreamSpec a = TestStream("A", "t.a.*");
   REQUIRE(Outcomes(Apply({StreamAction(ActionKind::kCreateStream, a)}, s.Targets())) ==
@@ -404,7 +408,7 @@ TEST_CASE("Apply reports the server's refusals with their error codes", "[apply]
 }
 
 TEST_CASE("Apply with the server gone: the actions fail, they are not assumed",
-          "[apply][integration]") {
+          "[apply][integration][server]") {
   Server s;
   s.server->Stop();
   std::vector<ActionOutcome> outcomes =
@@ -418,7 +422,7 @@ TEST_CASE("Apply with the server gone: the actions fail, they are not assumed",
 // boundaries every action is sent once, its outcome stays beside it, in order, and consumers
 // follow their streams even when the streams filled several chunks.
 TEST_CASE("Apply of more actions than one chunk creates each object once, in order",
-          "[apply][integration]") {
+          "[apply][integration][server]") {
   constexpr int kStreams = 600;  // more than two chunks of streams, then of consumers
   Server s;
   std::vector<Action> actions;

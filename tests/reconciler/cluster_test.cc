@@ -54,7 +54,7 @@ std::vector<PassReport> PassesUntilConverged(Reconciler& reconciler, uint64_t& p
 }
 
 TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the next plans nothing",
-          "[cluster][integration]") {
+          "[cluster][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson());
   Reconciler reconciler(mesh.PassSettings(kMonitored));
 
@@ -108,7 +108,7 @@ struct ConvergedCluster {
 TEST_CASE_METHOD(
     ConvergedCluster,
     "A cluster member down: no false drift while leaders move, back up: nothing recreated",
-    "[cluster][integration]") {
+    "[cluster][integration][server]") {
   // Take down the member (never the monitored one) that leads the most streams.
   std::map<size_t, int> led;
   for (const auto& stream : mesh.Observe().streams) ++led[mesh.cluster().IndexOf(stream.leader)];
@@ -154,7 +154,7 @@ TEST_CASE_METHOD(
 
 TEST_CASE_METHOD(ConvergedCluster,
                  "The whole cluster's storage wiped: one pass brings everything back",
-                 "[cluster][integration]") {
+                 "[cluster][integration][server]") {
   mesh.cluster().StopAll();
   mesh.cluster().WipeAllStores();
   mesh.cluster().StartStopped();
@@ -208,7 +208,7 @@ BucketView ViewBucket(observers::BusConnection& bus) {
 }
 
 TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outlasts a member",
-          "[cluster][lease][integration]") {
+          "[cluster][lease][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
   // Long enough that the bucket's new leader is elected before an unrenewed entry ages out.
   constexpr milliseconds kTtl{10000};

@@ -161,7 +161,7 @@ TEST_CASE("run refuses a non-loopback listener without a token file", "[daemon]"
 }
 
 TEST_CASE("A deleted stream is recreated at once, without waiting for the interval",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
   for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
@@ -196,7 +196,7 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
 }
 
 TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
   f.mesh_.server->Kill();
@@ -219,7 +219,7 @@ TEST_CASE("After the server is killed and its store wiped, the daemon reconnects
 }
 
 TEST_CASE("The bus unreachable at start is not fatal: endpoints served, then it connects",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson(), {}, Launch::kLater);
   f.mesh_.server->Kill();
   f.StartDaemon();
@@ -242,7 +242,7 @@ TEST_CASE("The bus unreachable at start is not fatal: endpoints served, then it 
   f.Stop();
 }
 
-TEST_CASE("A real Prometheus scrapes the daemon", "[daemon][integration]") {
+TEST_CASE("A real Prometheus scrapes the daemon", "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
 
@@ -287,7 +287,7 @@ TEST_CASE("A real Prometheus scrapes the daemon", "[daemon][integration]") {
 }
 
 TEST_CASE("A forced reconcile during a running pass gets a pass that started after it",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   // A high bcrypt cost makes a pass that must hash a new password last a while.
   DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "12"});
   f.WaitConverged();
@@ -314,7 +314,7 @@ TEST_CASE("A forced reconcile during a running pass gets a pass that started aft
 }
 
 TEST_CASE("While held a deleted stream is left alone, after release it is repaired",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
 
@@ -357,7 +357,7 @@ TEST_CASE("While held a deleted stream is left alone, after release it is repair
 }
 
 TEST_CASE("Invalid records change nothing and say why, fixed records resume",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
   const std::string users_before = mesh::testing::ReadFile(f.mesh_.server->users_file());
@@ -393,7 +393,7 @@ TEST_CASE("Invalid records change nothing and say why, fixed records resume",
 // nor any bcrypt hash at all, through passes that rewrite the users file, re-hash a changed
 // password and repair a deleted stream.
 TEST_CASE("Nothing the daemon logs or serves carries a password, a hash or the token",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson(), {"--log-level", "debug"});
   f.WaitConverged();
   std::vector<std::string> secrets = {kReconcilerPassword, kAdminToken, "$2a$", "$2b$", "$2y$"};
@@ -437,7 +437,7 @@ TEST_CASE("Nothing the daemon logs or serves carries a password, a hash or the t
   CHECK(f.StreamExists("EVENTS"));
 }
 
-TEST_CASE("The admin token is re-read when its file changes", "[daemon][integration]") {
+TEST_CASE("The admin token is re-read when its file changes", "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   auto with = [&](const std::string& token) {
     auto reply = f.daemon_->Post("/release", token, seconds(10));

@@ -76,7 +76,7 @@ std::string LargeMeshJson() {
 // ---------- the bus fails in the middle of a pass ----------
 
 TEST_CASE("The server killed during a large pass: the pass fails cleanly, the next converges",
-          "[faults][integration]") {
+          "[faults][integration][server]") {
   LiveMesh mesh(LargeMeshJson());
   Settings settings = mesh.PassSettings();
   settings.bus.request_timeout = std::chrono::seconds(2);
@@ -112,7 +112,7 @@ TEST_CASE("The server killed during a large pass: the pass fails cleanly, the ne
 }
 
 TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout, SIGCONT heals",
-          "[faults][integration]") {
+          "[faults][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   Settings settings = mesh.PassSettings();
   settings.bus.request_timeout = std::chrono::milliseconds(1500);
@@ -154,7 +154,7 @@ TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout,
 }
 
 TEST_CASE("A server frozen during apply: the requests time out, the rest is not sent",
-          "[faults][integration]") {
+          "[faults][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   Settings settings = mesh.PassSettings();
   settings.bus.request_timeout = std::chrono::milliseconds(1500);
@@ -290,7 +290,7 @@ TEST_CASE("Records rewritten in place while read: never a mix of two versions",
 }
 
 TEST_CASE("Records truncated mid-file: invalid, and the pass keeps the last valid records",
-          "[faults][integration]") {
+          "[faults][integration][server]") {
   const std::string json = test::ExampleRecordsJson();
   LiveMesh mesh(json);
   Reconciler reconciler(mesh.PassSettings());
@@ -330,7 +330,7 @@ struct ConvergedExample {
 TEST_CASE_METHOD(
     ConvergedExample,
     "A pid file naming a dead process: the file is written, the reload reported failed",
-    "[faults][integration]") {
+    "[faults][integration][server]") {
   TempDir dir("mesh-faults");
   pid_t child = fork();
   REQUIRE(child >= 0);
@@ -366,7 +366,7 @@ TEST_CASE_METHOD(
 
 TEST_CASE_METHOD(ConvergedExample,
                  "The monitoring endpoint down: a reload is reported unconfirmed, not assumed",
-                 "[faults][integration]") {
+                 "[faults][integration][server]") {
   auto load_time = [&] {
     return observers::ObserveServer(mesh.server->monitor_url(), std::chrono::seconds(2))
         .config_load_time_unix_ns;
@@ -461,7 +461,7 @@ TEST_CASE("A full disk: the write fails and is reported, the old users file stay
 }
 
 TEST_CASE("A users file folder that is not a folder: the pass reports the failed write",
-          "[faults][integration]") {
+          "[faults][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   TempDir dir("mesh-faults");
   const std::string not_a_folder = dir.path + "/file";

@@ -168,7 +168,7 @@ bool StreamExists(observers::BusConnection& bus, const std::string& name) {
 }
 
 TEST_CASE("Three leased daemons on a 3-node cluster: one acts, each repair happens exactly once",
-          "[cluster][integration]") {
+          "[cluster][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson());
   Pods pods(mesh);
   pods.WaitConvergedWithOneHolder();

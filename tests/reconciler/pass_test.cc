@@ -293,7 +293,7 @@ TEST_CASE("FormatReportTable: drift columns, actions with outcomes, summary, no 
 }
 
 TEST_CASE("a report is converged only when ok, with nothing remaining and nothing failed",
-          "[pass]") {
+          "[pass][server]") {
   PassReport report;
   CHECK(report.converged());
   report.outcomes = {{Action{}, Outcome::kSkipped, 0, ""}};
@@ -333,7 +333,7 @@ struct Fresh {
 };
 
 TEST_CASE("a fresh bus: one pass creates every stream and consumer, the next plans nothing",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   PassReport first = f.Pass();
   INFO(Describe(first));
@@ -366,7 +366,7 @@ TEST_CASE("a fresh bus: one pass creates every stream and consumer, the next pla
 }
 
 TEST_CASE("streams and consumers deleted or changed out of band are restored",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   Operator op(f.mesh.PassSettings());
@@ -440,7 +440,7 @@ TEST_CASE("streams and consumers deleted or changed out of band are restored",
 }
 
 TEST_CASE("the whole store wiped and the server restarted: back after one pass",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   f.mesh.server->Stop();
@@ -464,7 +464,7 @@ TEST_CASE("the whole store wiped and the server restarted: back after one pass",
 }
 
 TEST_CASE("the users file deleted, hand-edited or garbled: rewritten, reloaded, confirmed",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   const std::string path = f.mesh.server->users_file();
@@ -522,7 +522,7 @@ TEST_CASE("the users file deleted, hand-edited or garbled: rewritten, reloaded, 
 }
 
 TEST_CASE("records change: a node added appears, a node removed is left until --prune",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   const std::string base = test::ExampleRecordsJson();
@@ -560,7 +560,7 @@ TEST_CASE("records change: a node added appears, a node removed is left until --
   CHECK(pruned.converged());
 }
 
-TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration]") {
+TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   Operator op(f.mesh.PassSettings());
@@ -593,7 +593,7 @@ TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration
 }
 
 TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   std::string json = test::ExampleRecordsJson();
   const std::string one = "\"replicas\": 1";
   json.replace(json.find(one), one.size(), "\"replicas\": 3");
@@ -613,7 +613,7 @@ TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched"
 }
 
 TEST_CASE("records invalid: the last valid records are kept, and with none ever valid no plan",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   f.mesh.SetRecords("{ \"version\": 2 }");
@@ -633,7 +633,7 @@ TEST_CASE("records invalid: the last valid records are kept, and with none ever 
 }
 
 TEST_CASE("an unreachable monitor or bus: the pass reports why and plans nothing",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   Settings settings = f.mesh.PassSettings();
   SECTION("monitor") {

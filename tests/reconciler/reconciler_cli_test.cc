@@ -68,7 +68,8 @@ std::string PassFlags(const LiveMesh& mesh) {
          mesh.server->monitor_url() + " --bcrypt-cost 4 --log-level error";
 }
 
-TEST_CASE("plan and reconcile --once: exit codes and what they print", "[pass][cli][integration]") {
+TEST_CASE("plan and reconcile --once: exit codes and what they print",
+          "[pass][cli][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   const std::string flags = PassFlags(mesh);
 
@@ -122,7 +123,8 @@ TEST_CASE("plan and reconcile --once: exit codes and what they print", "[pass][c
   }
 }
 
-TEST_CASE("plan and reconcile: errors exit 1, usage errors 64", "[pass][cli][integration]") {
+TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
+          "[pass][cli][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   const std::string flags = PassFlags(mesh);
 

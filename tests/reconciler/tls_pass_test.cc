@@ -35,7 +35,7 @@ int64_t ExpiryOf(const TestCertificate& certificate) {
 }
 
 TEST_CASE("A pass over a pinned TLS bus converges and knows the certificate's expiry",
-          "[pass][tls][integration]") {
+          "[pass][tls][integration][server]") {
   const TempDir certs("mesh-tls-certs");
   CertificateSpec spec;  // self-signed, naming nothing
   spec.not_after = 50 * 86400;
@@ -63,7 +63,7 @@ TEST_CASE("A pass over a pinned TLS bus converges and knows the certificate's ex
 }
 
 TEST_CASE("A pass over a CA-verified TLS bus knows the presented certificate's expiry",
-          "[pass][tls][integration]") {
+          "[pass][tls][integration][server]") {
   const TempDir certs("mesh-tls-certs");
   CertificateSpec ca_spec;
   ca_spec.common_name = "mesh CA";

@@ -23,7 +23,7 @@ bash scripts/install-test-tools.sh || { echo "chart_test: cannot install the tes
 
 helm="$root/.tools/bin/helm"
 chart="$root/charts/mesh-reconciler"
-nats_server="$(command -v nats-server || echo /usr/sbin/nats-server)"
+nats_server="${MESH_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/chart-test.XXXXXX")"
 keep_work="${MESH_KEEP_TEST_DIR:-0}"  # 1: keep the work folder
 pids=()

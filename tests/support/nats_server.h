@@ -28,6 +28,21 @@ std::string MakeTempDir(const std::string& prefix);
 bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds deadline = std::chrono::seconds(20));
 
+// The nats-server binary the tests run: $MESH_NATS_SERVER when set (scripts/test.sh points it at
+// Debian 13's 2.10.27, fetched by scripts/fetch-nats-server.sh), else Debian 12's
+// /usr/sbin/nats-server (2.9.10). Inside a Catch2 test case that is not tagged [server] it
+// throws std::logic_error: the tag is what registers a test case for the second run against
+// the other server of the matrix (CMakeLists.txt), so every test that runs a server must carry it.
+std::string ServerBinary();
+// That binary's version as `nats-server --version` prints it, without the "v": "2.9.10".
+// Throws std::runtime_error when it cannot be run or read.
+std::string ServerBinaryVersion();
+
+// Set by the test main (tests/main_test.cc) when a test case starts and ends, so that
+// ServerBinary() can refuse a test case without the [server] tag.
+enum class CurrentTestTag { kNoTestCase, kServer, kNotServer };
+void SetCurrentTestCase(const std::string& name, CurrentTestTag tag);
+
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& bytes);
 
@@ -41,7 +56,8 @@ struct NatsServerOptions {
   int cluster_port = 0;  // 0: no cluster block
   std::vector<int> route_ports;
   std::string cluster_name = "mesh";
-  bool wait_healthy = true;  // Start() waits for /healthz ok
+  // Start() waits for /healthz ok (standalone: ?js-enabled-only=true, see Launch).
+  bool wait_healthy = true;
   // Appended to the main configuration, e.g. a `tls { cert_file: ..., key_file: ... }` block.
   std::string extra_config;
 };
