@@ -6,8 +6,8 @@ namespace mesh::reconciler {
 namespace {
 
 constexpr std::array kKinds = {ObjectKind::kUsersFile, ObjectKind::kStream, ObjectKind::kConsumer};
-constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers,
-                                DriftState::kUnexpected};
+constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers, DriftState::kUnexpected,
+                                DriftState::kUnhealthy, DriftState::kUnrecoverable};
 
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -35,10 +35,19 @@ bool IsUsersFileAction(ActionKind kind) {
 }  // namespace
 
 const char* ToString(PassResult v) {
-  return v == PassResult::kSuccess ? "success" : "failure";
+  switch (v) {
+    case PassResult::kSuccess:
+      return "success";
+    case PassResult::kFailure:
+      return "failure";
+    case PassResult::kWaiting:
+      return "waiting";
+  }
+  return "failure";
 }
 
 PassResult PassSucceeded(const PassReport& report) {
+  if (report.readiness == ServerReadiness::kNotReady) return PassResult::kWaiting;
   return report.status.ok() && !report.any_action_failed() ? PassResult::kSuccess
                                                            : PassResult::kFailure;
 }

@@ -40,8 +40,9 @@
 
 namespace mesh::reconciler {
 
-enum class PassResult { kSuccess, kFailure };
-const char* ToString(PassResult v);  // "success", "failure"
+// kWaiting: the server was not ready (PassReport::readiness), a wait rather than a failure.
+enum class PassResult { kSuccess, kFailure, kWaiting };
+const char* ToString(PassResult v);  // "success", "failure", "waiting"
 
 // Ok status and no failed action. Remaining drift that cannot be repaired is not a failure.
 PassResult PassSucceeded(const PassReport& report);

@@ -40,6 +40,9 @@ enum class Trigger {
 };
 const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
 
+// Whether the server could answer for its JetStream state when the pass observed it.
+enum class ServerReadiness { kReady, kNotReady };
+
 struct PassReport {
   uint64_t pass_id = 0;
   Trigger trigger = Trigger::kOnce;
@@ -48,6 +51,11 @@ struct PassReport {
   // Ok, or why the pass could not plan at all (records never valid, bus unreachable, server
   // not ready). Failed actions do not make this non-ok; see `outcomes`.
   Status status;
+  // kNotReady: the pass stopped at the readiness gate (status says why): a wait, not a failure.
+  ServerReadiness readiness = ServerReadiness::kReady;
+  // Streams and consumers the server's /healthz reports unhealthy, in its words (also drift
+  // entries of state "unhealthy" when the mesh desires them).
+  std::vector<observers::ObjectHealth> unhealthy;
   bool records_valid = false;
   std::vector<std::string> records_errors;   // of the current file, when invalid
   std::vector<UserName> without_credential;  // principals left out of the users file

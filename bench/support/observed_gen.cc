@@ -15,7 +15,7 @@ observers::ObservedState ConvergedObservation(const model::DesiredState& desired
   observed.users_file.mtime_unix_ns = kConvergedUsersFileMtimeNs;
   observed.server.monitor_configured = true;
   observed.server.reachable = true;
-  observed.server.healthy = true;
+  observed.server.ready = true;
   observed.server.config_load_time_unix_ns = kConvergedConfigLoadTimeNs;
   observed.server.jetstream_cluster_size = desired.replicas;
   return observed;
