@@ -8,6 +8,7 @@ namespace {
 constexpr std::array kKinds = {ObjectKind::kUsersFile, ObjectKind::kStream, ObjectKind::kConsumer};
 constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers, DriftState::kUnexpected,
                                 DriftState::kUnhealthy, DriftState::kUnrecoverable};
+static_assert(kStates.size() == Metrics::kDriftStates, "one drift cell per state");
 
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -133,7 +134,7 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
   lease_holder_.Set(
       report.lease.role == LeaseRole::kOff || report.lease.role == LeaseRole::kHolder ? 1 : 0);
   if (report.status.ok()) {
-    std::array<std::array<int, 3>, 3> counts{};
+    std::array<std::array<int, Metrics::kDriftStates>, 3> counts{};
     for (const DriftEntry& entry : report.remaining) {
       ++counts[static_cast<size_t>(entry.kind)][static_cast<size_t>(entry.state)];
     }

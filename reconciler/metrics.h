@@ -67,6 +67,8 @@ class Metrics {
   // The Prometheus text exposition format (version 0.0.4) of everything above.
   std::string Serialize() const;
 
+  static constexpr size_t kDriftStates = 5;  // DriftState::kMissing .. kUnrecoverable
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& drift_;
@@ -81,8 +83,8 @@ class Metrics {
   prometheus::Gauge& held_;
   prometheus::Counter& exceptions_;
   prometheus::Gauge& lease_holder_;
-  // [ObjectKind][DriftState], created at construction so all 9 series are always present.
-  std::array<std::array<prometheus::Gauge*, 3>, 3> drift_cells_{};
+  // [ObjectKind][DriftState], created at construction so all 15 series are always present.
+  std::array<std::array<prometheus::Gauge*, kDriftStates>, 3> drift_cells_{};
   std::mutex certificate_mutex_;
   prometheus::Gauge* certificate_expiry_ = nullptr;  // guarded; created on first known value
 };
