@@ -16,6 +16,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "observers/server_version.h"
 #include "observers/url.h"
 
 namespace mesh::observers {
@@ -234,6 +235,89 @@ Result<HttpResponse> HttpSend(const HttpCall& call, std::chrono::milliseconds ti
   return HttpResponse{static_cast<int>(response.result_int()), std::move(response.body())};
 }
 
+namespace {
+
+// "JetStream stream 'A > S' ..." / "JetStream consumer 'A > S > C' ...": the one error 2.9's
+// /healthz names (it has no details=true); nullopt for an error about no single object.
+std::optional<ObjectHealth> ObjectFromError(const std::string& error) {
+  for (const auto& [prefix, kind] :
+       {std::pair{"JetStream stream '", ObjectHealth::Kind::kStream},
+        std::pair{"JetStream consumer '", ObjectHealth::Kind::kConsumer}}) {
+    const std::string p = prefix;
+    if (error.compare(0, p.size(), p) != 0) continue;
+    const size_t close = error.find('\'', p.size());
+    if (close == std::string::npos) return std::nullopt;
+    std::vector<std::string> parts;
+    const std::string path = error.substr(p.size(), close - p.size());
+    for (size_t pos = 0;;) {
+      const size_t sep = path.find(" > ", pos);
+      parts.push_back(path.substr(pos, sep == std::string::npos ? std::string::npos : sep - pos));
+      if (sep == std::string::npos) break;
+      pos = sep + 3;
+    }
+    const size_t want = kind == ObjectHealth::Kind::kStream ? 2 : 3;
+    if (parts.size() != want) return std::nullopt;
+    ObjectHealth health;
+    health.kind = kind;
+    health.account = parts[0];
+    health.stream = parts[1];
+    if (kind == ObjectHealth::Kind::kConsumer) health.consumer = parts[2];
+    health.error = error;
+    return health;
+  }
+  return std::nullopt;
+}
+
+// One /healthz query: ok, or the server's reason (its "error", else its status, else the HTTP
+// status), or the transport's.
+Status HealthzOk(const std::string& url, std::chrono::milliseconds timeout) {
+  Result<HttpResponse> healthz = HttpGet(url, timeout);
+  if (!healthz.ok()) return healthz.status();
+  auto doc = ParseObject(healthz->body);
+  const std::string status = doc ? StringField(*doc, "status") : "";
+  if (healthz->status == 200 && status == "ok") return Status::Ok();
+  const std::string error = doc ? StringField(*doc, "error") : "";
+  return Status(Errc::kUnavailable, !error.empty()    ? error
+                                    : !status.empty() ? status
+                                                      : "HTTP " + std::to_string(healthz->status));
+}
+
+// The full /healthz with details=true: every stream and consumer it reports (2.10 on: the
+// "errors" array; 2.9 ignores details and names at most one object in "error").
+std::vector<ObjectHealth> UnhealthyObjects(const std::string& url,
+                                           std::chrono::milliseconds timeout) {
+  std::vector<ObjectHealth> objects;
+  Result<HttpResponse> healthz = HttpGet(url, timeout);
+  if (!healthz.ok()) return objects;
+  auto doc = ParseObject(healthz->body);
+  if (!doc) return objects;
+  auto errors = doc->FindMember("errors");
+  if (errors != doc->MemberEnd() && errors->value.IsArray()) {
+    for (const auto& e : errors->value.GetArray()) {
+      if (!e.IsObject()) continue;
+      const std::string type = StringField(e, "type");
+      ObjectHealth health;
+      if (type == "STREAM") {
+        health.kind = ObjectHealth::Kind::kStream;
+      } else if (type == "CONSUMER") {
+        health.kind = ObjectHealth::Kind::kConsumer;
+        health.consumer = StringField(e, "consumer");
+      } else {
+        continue;
+      }
+      health.account = StringField(e, "account");
+      health.stream = StringField(e, "stream");
+      health.error = StringField(e, "error");
+      if (!health.stream.empty()) objects.push_back(std::move(health));
+    }
+    return objects;
+  }
+  if (auto one = ObjectFromError(StringField(*doc, "error"))) objects.push_back(std::move(*one));
+  return objects;
+}
+
+}  // namespace
+
 ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::milliseconds timeout) {
   ObservedServer server;
   server.monitor_configured = !monitor_url.empty();
@@ -242,7 +326,12 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   std::string base = monitor_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   Result<HttpResponse> varz = HttpGet(base + "/varz", timeout);
-  if (!varz.ok() || varz->status != 200) return server;
+  if (!varz.ok() || varz->status != 200) {
+    server.not_ready_reason = varz.ok()
+                                  ? "/varz answered HTTP " + std::to_string(varz->status)
+                                  : "monitoring endpoint unreachable: " + varz.status().message();
+    return server;
+  }
   server.reachable = true;
   if (auto doc = ParseObject(varz->body)) {
     server.config_load_time_unix_ns = ParseRfc3339Nanos(StringField(*doc, "config_load_time"));
@@ -252,34 +341,44 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
 
   // /jsz: a clustered server reports its meta group; a standalone one has no "meta_cluster";
   // a server without JetStream answers {"disabled":true}.
+  bool clustered = false;
   if (Result<HttpResponse> jsz = HttpGet(base + "/jsz", timeout); jsz.ok() && jsz->status == 200) {
     if (auto doc = ParseObject(jsz->body); doc && !doc->HasMember("disabled")) {
       auto meta = doc->FindMember("meta_cluster");
       if (meta == doc->MemberEnd()) {
         server.jetstream_cluster_size = 1;
-      } else if (meta->value.IsObject() && meta->value.HasMember("cluster_size") &&
-                 meta->value["cluster_size"].IsInt()) {
-        server.jetstream_cluster_size = meta->value["cluster_size"].GetInt();
+      } else {
+        clustered = true;
+        if (meta->value.IsObject() && meta->value.HasMember("cluster_size") &&
+            meta->value["cluster_size"].IsInt()) {
+          server.jetstream_cluster_size = meta->value["cluster_size"].GetInt();
+        }
       }
     }
   }
 
-  // 2.9 answers 200 {"status":"ok"} or 503 {"status":"unavailable","error":"..."}.
-  Result<HttpResponse> healthz = HttpGet(base + "/healthz", timeout);
-  if (!healthz.ok()) {
-    server.health_error = healthz.status().ToString();
-    return server;
+  // The readiness gate (server/monitor.go healthz() at each tag; observers/server_version.h):
+  // "js-enabled-only" checks that the server is up and JetStream enabled, and returns before
+  // any stream is looked at, on every release from 2.9.10 on. In a cluster, the meta layer
+  // query then checks the meta leader and that this server is current with it.
+  Status ready = HealthzOk(base + "/healthz?js-enabled-only=true", timeout);
+  if (ready.ok() && clustered) {
+    ready = HealthzOk(base + "/healthz?" + HealthzMetaQuery(ParseServerVersion(server.version)),
+                      timeout);
   }
-  auto doc = ParseObject(healthz->body);
-  const std::string status = doc ? StringField(*doc, "status") : "";
-  server.healthy = healthz->status == 200 && status == "ok";
-  if (!server.healthy) {
-    const std::string error = doc ? StringField(*doc, "error") : "";
-    server.health_error = !error.empty()    ? error
-                          : !status.empty() ? status
-                                            : "HTTP " + std::to_string(healthz->status);
-  }
+  server.ready = ready.ok();
+  if (!ready.ok()) server.not_ready_reason = ready.message();
+
+  // Per object: information, never a gate.
+  if (server.ready) server.unhealthy = UnhealthyObjects(base + "/healthz?details=true", timeout);
   return server;
+}
+
+std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url,
+                                                  std::chrono::milliseconds timeout) {
+  std::string base = monitor_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return UnhealthyObjects(base + "/healthz?details=true", timeout);
 }
 
 int64_t ParseRfc3339Nanos(const std::string& text) {

@@ -42,6 +42,11 @@ Result<HttpResponse> HttpSend(const HttpCall& call, std::chrono::milliseconds ti
 // endpoint is data (reachable=false), not an error.
 ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::milliseconds timeout);
 
+// Only what the full /healthz (details=true) reports per stream and consumer; empty when the
+// endpoint cannot be read.
+std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url,
+                                                  std::chrono::milliseconds timeout);
+
 // "2026-11-29T10:55:30.123456789Z" -> Unix ns; 0 when it cannot be parsed.
 int64_t ParseRfc3339Nanos(const std::string& text);
 

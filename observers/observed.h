@@ -57,11 +57,30 @@ struct ObservedUsersFile {
   int64_t owner_uid = -1;          // st_uid, when a regular file
 };
 
+// A stream or consumer that the server's full /healthz reports unhealthy, in its own words
+// (e.g. "JetStream stream 'MESH > DECL' could not be recovered"). Information about that object,
+// never a reason to skip the others.
+struct ObjectHealth {
+  enum class Kind { kStream, kConsumer };
+  Kind kind = Kind::kStream;
+  std::string account;
+  std::string stream;
+  std::string consumer;  // kConsumer only
+  std::string error;     // the server's words
+  bool operator==(const ObjectHealth&) const = default;
+};
+
 struct ObservedServer {
   bool monitor_configured = false;  // --monitor given
   bool reachable = false;           // /varz answered
-  bool healthy = false;             // /healthz answered ok (JetStream store recovered)
-  std::string health_error;         // /healthz's reason when not healthy
+  // The readiness gate: the server can answer for its JetStream state (up, JetStream enabled,
+  // and in a cluster a meta leader known and current). Not the full /healthz, which also fails
+  // for any one stream being deleted or unrecoverable (docs/architecture.md, "Readiness").
+  bool ready = false;
+  std::string not_ready_reason;  // the server's (or the transport's) words when not ready
+  // What the full /healthz reports per stream and consumer (all of them from 2.10 on, with
+  // details=true; the first one only on 2.9, which has no details).
+  std::vector<ObjectHealth> unhealthy;
   // /varz config_load_time as Unix ns; 0 when unknown.
   int64_t config_load_time_unix_ns = 0;
   std::string server_name;

@@ -112,4 +112,17 @@ bool SupportsConsumerActions(const ServerVersion& v) {
   return v >= ServerVersion{2, 10, 0};
 }
 
+std::string ToString(const ServerVersion& v) {
+  return v.ToString();
+}
+
+const char* HealthzMetaQuery(const std::optional<ServerVersion>& version) {
+  if (version && *version >= ServerVersion{2, 11, 0}) return "js-meta-only=true";
+  return "js-server-only=true";
+}
+
+bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topology topology) {
+  return topology == Topology::kStandalone && version && *version >= ServerVersion{2, 10, 0};
+}
+
 }  // namespace mesh::observers

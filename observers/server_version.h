@@ -22,6 +22,7 @@ struct ServerVersion {
   auto operator<=>(const ServerVersion&) const = default;
   std::string ToString() const;  // "2.10.27"
 };
+std::string ToString(const ServerVersion& v);  // the same, as a free function
 
 // "2.10.27", "v2.11.0", "2.12.0-RC.1" (a pre-release counts as its release); nullopt otherwise.
 std::optional<ServerVersion> ParseServerVersion(std::string_view text);
@@ -36,5 +37,25 @@ Result<ServerVersion> ProbeServerVersion(const std::string& url, std::chrono::mi
 // a create refuses to overwrite (10148), an update refuses to create (10149). Before 2.10 only
 // $JS.API.CONSUMER.DURABLE.CREATE, which creates or silently updates.
 bool SupportsConsumerActions(const ServerVersion& v);
+
+// The /healthz query that checks a clustered server's meta layer (a meta leader known and this
+// server current with it) and nothing per stream or consumer (server/monitor.go, healthz()):
+//   2.9.10 to 2.10.x: "js-server-only=true" checks JetStream enabled, a meta leader, current;
+//   2.11 on: "js-server-only=true" returns right after the server is up (it checks no
+//            JetStream at all); "js-meta-only=true" (new in 2.11) checks JetStream enabled, a
+//            meta leader, healthy (current), the meta layer recovered.
+// Unknown version: the 2.9/2.10 query (on a newer server it checks less, never deadlocks).
+// Standalone servers never use it: there, every release checks each stream's recovery before
+// reading either flag (the `cc == nil` branch), so only "js-enabled-only=true" skips that.
+const char* HealthzMetaQuery(const std::optional<ServerVersion>& version);
+
+enum class Topology { kStandalone, kClustered };
+
+// Whether the full /healthz names a stream whose store folder is still on disk but not loaded
+// ("JetStream stream 'A > S' could not be recovered"): standalone servers from 2.10 on, which
+// walk the store folder (the `cc == nil` branch of healthz()). A stream being deleted stays
+// there until its folder is removed, so a recreation can wait for exactly that. 2.9 checks no
+// stream on a standalone server; a cluster checks assignments, not folders.
+bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topology topology);
 
 }  // namespace mesh::observers

@@ -534,6 +534,11 @@ void Loop::Run(PassRunner& runner) {
     if (result == PassResult::kSuccess) {
       consecutive_failures_ = 0;
       retry_at_.reset();
+    } else if (result == PassResult::kWaiting) {
+      const auto delay = std::min(options_.not_ready_wait, options_.interval);
+      retry_at_ = now + delay;
+      Log(LogLevel::kInfo, pass_id, "waiting for the server",
+          {{"in_ms", std::to_string(delay.count())}, {"reason", report.status.message()}});
     } else {
       ++consecutive_failures_;
       const auto delay =

@@ -91,6 +91,10 @@ struct LoopOptions {
   double interval_jitter = 0.10;  // +-10%
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_cap{60000};  // and never more than `interval`
+  // A pass that found the server not ready (starting, recovering, no meta leader) is a wait,
+  // not a failure: the next one follows after this (never more than `interval`), and the
+  // backoff does not grow.
+  std::chrono::milliseconds not_ready_wait{250};
   // The loop beats at least this often while idle; /healthz fails when the last beat is older
   // than `stale_after` (which must cover the longest pass).
   std::chrono::milliseconds heartbeat{1000};

@@ -8,8 +8,9 @@ namespace mesh::reconciler {
 namespace {
 
 constexpr std::array kKinds = {ObjectKind::kUsersFile, ObjectKind::kStream, ObjectKind::kConsumer};
-constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers,
-                                DriftState::kUnexpected};
+constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers, DriftState::kUnexpected,
+                                DriftState::kUnhealthy, DriftState::kUnrecoverable};
+static_assert(kStates.size() == Metrics::kDriftStates, "one drift cell per state");
 
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -48,10 +49,19 @@ std::optional<const char*> AttemptResult(Outcome outcome) {
 }  // namespace
 
 const char* ToString(PassResult v) {
-  return v == PassResult::kSuccess ? "success" : "failure";
+  switch (v) {
+    case PassResult::kSuccess:
+      return "success";
+    case PassResult::kFailure:
+      return "failure";
+    case PassResult::kWaiting:
+      return "waiting";
+  }
+  return "failure";
 }
 
 PassResult PassSucceeded(const PassReport& report) {
+  if (report.readiness == ServerReadiness::kNotReady) return PassResult::kWaiting;
   return report.status.ok() && !report.any_action_failed() ? PassResult::kSuccess
                                                            : PassResult::kFailure;
 }
@@ -149,7 +159,7 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
   lease_holder_.Set(
       report.lease.role == LeaseRole::kOff || report.lease.role == LeaseRole::kHolder ? 1 : 0);
   if (report.status.ok()) {
-    std::array<std::array<int, 3>, 3> counts{};
+    std::array<std::array<int, Metrics::kDriftStates>, 3> counts{};
     for (const DriftEntry& entry : report.remaining) {
       ++counts[static_cast<size_t>(entry.kind)][static_cast<size_t>(entry.state)];
     }

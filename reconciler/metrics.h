@@ -45,8 +45,9 @@
 
 namespace mesh::reconciler {
 
-enum class PassResult { kSuccess, kFailure };
-const char* ToString(PassResult v);  // "success", "failure"
+// kWaiting: the server was not ready (PassReport::readiness), a wait rather than a failure.
+enum class PassResult { kSuccess, kFailure, kWaiting };
+const char* ToString(PassResult v);  // "success", "failure", "waiting"
 
 // Ok status and no failed action. Remaining drift that cannot be repaired is not a failure.
 PassResult PassSucceeded(const PassReport& report);
@@ -76,6 +77,8 @@ class Metrics {
   // The Prometheus text exposition format (version 0.0.4) of everything above.
   std::string Serialize() const;
 
+  static constexpr size_t kDriftStates = 5;  // DriftState::kMissing .. kUnrecoverable
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& drift_;
@@ -92,8 +95,8 @@ class Metrics {
   prometheus::Counter& exceptions_;
   prometheus::Gauge& lease_holder_;
   prometheus::Gauge& credentials_pending_;
-  // [ObjectKind][DriftState], created at construction so all 9 series are always present.
-  std::array<std::array<prometheus::Gauge*, 3>, 3> drift_cells_{};
+  // [ObjectKind][DriftState], created at construction so all 15 series are always present.
+  std::array<std::array<prometheus::Gauge*, kDriftStates>, 3> drift_cells_{};
   std::mutex certificate_mutex_;
   prometheus::Gauge* certificate_expiry_ = nullptr;  // guarded; created on first known value
 };

@@ -5,16 +5,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "model/users_file.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
+#include "observers/server_version.h"
 #include "observers/users_file.h"
 #include "reconciler/lease_store.h"
 #include "reconciler/log.h"
@@ -24,6 +27,13 @@ namespace mesh::reconciler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Recreating a stream deleted since the last observation (WaitForRemovedStores): how long to
+// wait at most for the server to stop naming its old store, how often to ask, and the fixed
+// settle where the server cannot tell.
+constexpr auto kRemovalWait = std::chrono::seconds(5);
+constexpr auto kRemovalPoll = std::chrono::milliseconds(2);
+constexpr auto kRemovalSettle = std::chrono::milliseconds(200);
 
 model::ReconcilerIdentity Identity(const Settings& settings) {
   model::ReconcilerIdentity identity;
@@ -52,11 +62,8 @@ observers::ObservedState ObserveFileAndServer(const Settings& settings) {
 enum class ReadinessGate { kRequired, kNotRequired };
 
 Status ServerReady(const observers::ObservedServer& server) {
-  if (!server.monitor_configured || server.healthy) return Status::Ok();
-  return Status(
-      Errc::kUnavailable,
-      "server not ready: " + (server.reachable ? server.health_error
-                                               : std::string("monitoring endpoint unreachable")));
+  if (!server.monitor_configured || server.ready) return Status::Ok();
+  return Status(Errc::kUnavailable, "server not ready: " + server.not_ready_reason);
 }
 
 // The hashing of new and changed passwords on its own threads (the daemon). The job owns the
@@ -116,7 +123,15 @@ struct Reconciler::Impl {
   bool CollectHashJob(PassReport& report);
   void StopHashJob();
   Status Connect(uint64_t pass_id);
-  Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate);
+  // `readiness` is set to kNotReady when the gate stopped the observation.
+  Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate,
+                                           ServerReadiness* readiness = nullptr);
+  // Before recreating a stream that the previous observation saw (deleted since), waits until
+  // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
+  // the caller observes and plans again.
+  bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
+                            const PlanResult& plan);
+  void RememberStreams(const observers::ObservedState& observed);
   // When the bus cannot be observed (server down or not ready, our password refused): the
   // users file is a local file we own, so it is still planned and repaired on its own, since a
   // broken one may be exactly why the server is down or refuses us.
@@ -139,6 +154,7 @@ struct Reconciler::Impl {
   std::optional<int64_t> certificate_expiry;
   std::unique_ptr<LeaseKeeper> lease;    // with --lease
   Clock::time_point last_lease_round{};  // when LeaseRound last ran
+  std::set<StreamName> seen_streams;     // in the last observation
   int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
@@ -391,12 +407,18 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 // thread while JetStream is listed (the pass's wall time is then the longest of the two).
 // Without one, readiness is checked before connecting, so that a server that is down costs no
 // connect timeout.
-Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate) {
+Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate,
+                                                           ServerReadiness* readiness) {
   const bool overlap = bus && bus->connected();
   std::future<observers::ObservedState> side;
   observers::ObservedState observed;
   auto check_ready = [&]() -> Status {
     Status ready = ServerReady(observed.server);
+    // A server that answers but cannot yet answer for JetStream (starting, recovering, no meta
+    // leader) is waited for; an unreachable one is a failure like any other.
+    if (!ready.ok() && observed.server.reachable && readiness != nullptr) {
+      *readiness = ServerReadiness::kNotReady;
+    }
     if (ready.ok() || gate == ReadinessGate::kRequired) return ready;
     Log(LogLevel::kInfo, pass_id, "server not yet current after apply; listing anyway",
         {{"reason", ready.message()}});
@@ -441,6 +463,11 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
          {"err_code", std::to_string(o.err_code)},
          {"detail", o.detail}});
   }
+  if (report.readiness == ServerReadiness::kNotReady) {
+    Log(LogLevel::kInfo, report.pass_id, "server not ready; waiting",
+        {{"trigger", ToString(report.trigger)}, {"reason", report.status.message()}});
+    return;
+  }
   if (!report.status.ok()) {
     Log(LogLevel::kWarn, report.pass_id, "pass failed",
         {{"trigger", ToString(report.trigger)},
@@ -482,13 +509,16 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
-  Result<observers::ObservedState> observed = Observe(pass_id, ReadinessGate::kRequired);
+  Result<observers::ObservedState> observed =
+      Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
   if (!observed.ok()) {
     report.status = observed.status();
     if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
     Finish(report, started);
     return report;
   }
+  report.readiness = ServerReadiness::kReady;
+  report.unhealthy = observed->server.unhealthy;
   report.advisory_scope = ScopeOf(desired, *observed);
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
@@ -506,6 +536,17 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     report.lease = LeaseRound(pass_id);
   }
   report.plan = Plan(desired, rendered, *observed, options);
+  if (mode == ApplyMode::kApply && WaitForRemovedStores(pass_id, *observed, report.plan)) {
+    observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
+    if (!observed.ok()) {
+      report.status = observed.status();
+      Finish(report, started);
+      return report;
+    }
+    report.unhealthy = observed->server.unhealthy;
+    report.plan = Plan(desired, rendered, *observed, options);
+  }
+  RememberStreams(*observed);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
 
@@ -525,6 +566,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
       report.status =
           Status(after.status().code(), "observing after apply: " + after.status().message());
     } else {
+      RememberStreams(*after);
       PlanResult again = Plan(desired, rendered, *after, options);
       report.remaining = std::move(again.drift);
       report.remaining_problems = std::move(again.problems);
@@ -584,6 +626,64 @@ ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
       {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
   return {ChunkVerdict::kStop,
           std::string("this instance no longer holds the lease (") + ToString(state.role) + ")"};
+}
+
+void Reconciler::Impl::RememberStreams(const observers::ObservedState& observed) {
+  seen_streams.clear();
+  for (const observers::ObservedStream& s : observed.jetstream.streams) {
+    seen_streams.insert(s.config.name);
+  }
+}
+
+bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
+                                            const observers::ObservedState& observed,
+                                            const PlanResult& plan) {
+  std::vector<std::string> recreated;
+  for (const Action& a : plan.actions) {
+    if (a.kind == ActionKind::kCreateStream && a.stream && seen_streams.count(a.stream->name)) {
+      recreated.push_back(a.stream->name.str());
+    }
+  }
+  if (recreated.empty()) return false;
+  const Clock::time_point begin = Clock::now();
+  const observers::ObservedServer& server = observed.server;
+  const auto topology = server.jetstream_cluster_size > 1 ? observers::Topology::kClustered
+                                                          : observers::Topology::kStandalone;
+  const bool visible =
+      server.reachable &&
+      observers::HealthzShowsStoresOnDisk(observers::ParseServerVersion(server.version), topology);
+  std::string how;
+  if (visible) {
+    // The server names the old store until its folder is gone: wait for exactly that. A store
+    // still named at the deadline stays, and the next plan reports it unrecoverable.
+    how = "until the server no longer names the old store";
+    auto named = [&](const std::vector<observers::ObjectHealth>& unhealthy) {
+      return std::any_of(unhealthy.begin(), unhealthy.end(), [&](const observers::ObjectHealth& h) {
+        return h.kind == observers::ObjectHealth::Kind::kStream &&
+               std::find(recreated.begin(), recreated.end(), h.stream) != recreated.end();
+      });
+    };
+    while (named(observers::ObserveUnhealthyObjects(settings.monitor_url,
+                                                    settings.bus.request_timeout)) &&
+           Clock::now() - begin < kRemovalWait) {
+      std::this_thread::sleep_for(kRemovalPoll);
+    }
+  } else {
+    // 2.9, clusters, no monitor: nothing tells when the old folder is gone. The server sends
+    // the deletion advisory before it removes the folder, and a stream created meanwhile is
+    // removed with it (acknowledged messages lost at the next restart): settle first.
+    how = "a fixed settle (this server does not show stores on disk)";
+    std::this_thread::sleep_for(kRemovalSettle);
+  }
+  std::string names;
+  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
+  Log(LogLevel::kInfo, pass_id, "waited for deleted streams' stores to be removed",
+      {{"streams", names},
+       {"how", how},
+       {"waited_ms",
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count())}});
+  return true;
 }
 
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {

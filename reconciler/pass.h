@@ -42,6 +42,9 @@ enum class Trigger {
 };
 const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
 
+// Whether the server could answer for its JetStream state when the pass observed it.
+enum class ServerReadiness { kReady, kNotReady };
+
 struct PassReport {
   uint64_t pass_id = 0;
   Trigger trigger = Trigger::kOnce;
@@ -52,6 +55,11 @@ struct PassReport {
   // be observed, `plan`, `outcomes` and `remaining` still hold the users file's part: it is
   // local, and repaired whether or not the server answers.
   Status status;
+  // kNotReady: the pass stopped at the readiness gate (status says why): a wait, not a failure.
+  ServerReadiness readiness = ServerReadiness::kReady;
+  // Streams and consumers the server's /healthz reports unhealthy, in its words (also drift
+  // entries of state "unhealthy" when the mesh desires them).
+  std::vector<observers::ObjectHealth> unhealthy;
   bool records_valid = false;
   std::vector<std::string> records_errors;   // of the current file, when invalid
   std::vector<UserName> without_credential;  // principals left out of the users file

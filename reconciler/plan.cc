@@ -35,6 +35,9 @@ constexpr const char* kConsumerImmutableNote =
     "ack, deliver and replay policy cannot change in place (server error 10012); "
     "never deleted and recreated on its own";
 constexpr const char* kNotLoadedNote = "on disk as rendered, but not loaded by the server";
+constexpr const char* kUnrecoverableNote =
+    " (the server holds a store under this name that it has not loaded: damaged, half-created "
+    "at a crash, or still being removed; never created over it, never deleted)";
 
 using ConsumerKey = std::pair<StreamName, ConsumerName>;
 
@@ -299,6 +302,16 @@ class Planner {
 
     for (const StreamSpec& spec : desired_.streams) {
       const ObservedStream* observed = found.Find(StreamKey(spec));
+      const observers::ObjectHealth* health = Health(spec.name, ConsumerName());
+      if (observed == nullptr && health != nullptr) {
+        // The server holds a store under this name that it has not loaded: creating the name
+        // now would write into it (or into a folder being removed under the new stream).
+        DriftEntry entry = Entry(ObjectKind::kStream, spec.name.str(), DriftState::kUnrecoverable,
+                                 Remedy::kReportOnly);
+        entry.note = health->error + kUnrecoverableNote;
+        entries.emplace(spec.name, std::move(entry));
+        continue;
+      }
       if (observed == nullptr) {
         missing_streams_.insert(spec.name);
         owned_streams_.insert(spec.name);
@@ -328,9 +341,13 @@ class Planner {
                         UnreadableEntry(ObjectKind::kStream, spec.name.str(), observed->problem));
         continue;
       }
-      if (fields.empty()) continue;
+      if (fields.empty()) {
+        if (health != nullptr) entries.emplace(spec.name, UnhealthyEntry(spec.name.str(), *health));
+        continue;
+      }
       DriftEntry entry =
           Entry(ObjectKind::kStream, spec.name.str(), DriftState::kDiffers, Remedy::kUpdateInPlace);
+      if (health != nullptr) entry.note = "the server reports: " + health->error;
       const bool immutable = Touches(fields, {"retention", "storage"});
       entry.fields = std::move(fields);
       if (immutable) {
@@ -391,7 +408,14 @@ class Planner {
         continue;
       }
       std::vector<FieldDiff> fields = DiffConsumer(spec, observed->config);
-      if (fields.empty()) continue;
+      if (fields.empty()) {
+        if (const observers::ObjectHealth* health = Health(spec.stream, spec.durable)) {
+          DriftEntry entry = UnhealthyEntry(ConsumerEntryName(spec.stream, spec.durable), *health);
+          entry.kind = ObjectKind::kConsumer;
+          entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
+        }
+        continue;
+      }
       DriftEntry entry = Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
                                DriftState::kDiffers, Remedy::kUpdateInPlace);
       const bool immutable = Touches(fields, {"ack_policy", "deliver_policy", "replay_policy"});
@@ -435,6 +459,26 @@ class Planner {
                        &consumer_creates_, &consumer_updates_, &consumer_deletes_}) {
       for (Action& action : *list) out_.actions.push_back(std::move(action));
     }
+  }
+
+  // What the server's /healthz says of this stream (empty `durable`) or consumer, if anything.
+  // Matched by name in any account: the reconciler does not ask which account it is in, and a
+  // same-named object of another account costs at most a report line.
+  const observers::ObjectHealth* Health(const StreamName& stream,
+                                        const ConsumerName& durable) const {
+    const auto kind = durable.empty() ? observers::ObjectHealth::Kind::kStream
+                                      : observers::ObjectHealth::Kind::kConsumer;
+    for (const observers::ObjectHealth& h : observed_.server.unhealthy) {
+      if (h.kind == kind && h.stream == stream.str() && h.consumer == durable.str()) return &h;
+    }
+    return nullptr;
+  }
+
+  static DriftEntry UnhealthyEntry(std::string name, const observers::ObjectHealth& health) {
+    DriftEntry entry =
+        Entry(ObjectKind::kStream, std::move(name), DriftState::kUnhealthy, Remedy::kReportOnly);
+    entry.note = health.error;
+    return entry;
   }
 
   static DriftEntry Entry(ObjectKind kind, std::string name, DriftState state, Remedy remedy) {
@@ -524,6 +568,10 @@ const char* ToString(DriftState v) {
       return "differs";
     case DriftState::kUnexpected:
       return "unexpected";
+    case DriftState::kUnhealthy:
+      return "unhealthy";
+    case DriftState::kUnrecoverable:
+      return "unrecoverable";
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 // Thread-safety: free functions over values.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,12 @@
 namespace mesh::reconciler {
 
 enum class ObjectKind { kUsersFile, kStream, kConsumer };
-enum class DriftState { kMissing, kDiffers, kUnexpected };
+// kUnhealthy: present, but the server's /healthz reports it unhealthy (its words in the note);
+//   information only, nothing to do, so it does not make a plan unconverged.
+// kUnrecoverable: desired, absent from the server's lists, and the server reports a store under
+//   that name it could not load ("could not be recovered": damaged, half-created at a crash, or
+//   still being removed after a deletion). Never created over, never deleted (docs/faults.md).
+enum class DriftState { kMissing, kDiffers, kUnexpected, kUnhealthy, kUnrecoverable };
 // What the reconciler will (or may) do about one drift entry.
 enum class Remedy {
   kCreate,         // missing: create it
@@ -32,7 +38,8 @@ enum class Remedy {
 };
 
 const char* ToString(ObjectKind v);  // "users_file", "stream", "consumer" (metric label values)
-const char* ToString(DriftState v);  // "missing", "differs", "unexpected"
+// "missing", "differs", "unexpected", "unhealthy", "unrecoverable"
+const char* ToString(DriftState v);
 const char* ToString(Remedy v);
 
 struct FieldDiff {
@@ -99,7 +106,13 @@ struct PlanResult {
   std::vector<Action> actions;    // users file first, then streams, then consumers
   // Records-level problems found only against the live bus (e.g. replicas > cluster size).
   std::vector<std::string> problems;
-  bool converged() const { return drift.empty() && actions.empty() && problems.empty(); }
+  // Nothing to do and nothing wrong: no drift other than kUnhealthy (information), no action,
+  // no problem.
+  bool converged() const {
+    return std::all_of(drift.begin(), drift.end(),
+                       [](const DriftEntry& e) { return e.state == DriftState::kUnhealthy; }) &&
+           actions.empty() && problems.empty();
+  }
 };
 
 // `rendered` is the users file as it should be; ignored when options.users_file_path is empty.

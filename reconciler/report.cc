@@ -215,6 +215,14 @@ auto LabelName() {
   return [](E v) { return ToString(v); };
 }
 
+const char* ReadinessName(ServerReadiness v) {
+  return v == ServerReadiness::kReady ? "ready" : "not_ready";
+}
+
+const char* HealthKindName(observers::ObjectHealth::Kind v) {
+  return v == observers::ObjectHealth::Kind::kStream ? "stream" : "consumer";
+}
+
 model::StreamSpec ReadStreamSpec(Reader& r, const rapidjson::Value& v, const std::string& at) {
   model::StreamSpec s;
   s.name = StreamName(r.Str(v, "name", at));
@@ -254,7 +262,7 @@ std::vector<DriftEntry> ReadDrift(Reader& r, const rapidjson::Value& doc, const 
     DriftEntry e;
     e.kind = r.Enum(v, "kind", at, ObjectKind::kConsumer, LabelName<ObjectKind>());
     e.name = r.Str(v, "name", at);
-    e.state = r.Enum(v, "state", at, DriftState::kUnexpected, LabelName<DriftState>());
+    e.state = r.Enum(v, "state", at, DriftState::kUnrecoverable, LabelName<DriftState>());
     e.remedy = r.Enum(v, "remedy", at, Remedy::kLeave, LabelName<Remedy>());
     r.Each(v, "fields", at, [&](const rapidjson::Value& f, const std::string& fat) {
       e.fields.push_back({r.Str(f, "field", fat), r.Str(f, "wanted", fat), r.Str(f, "found", fat)});
@@ -380,7 +388,11 @@ bool PassReport::any_action_failed() const {
 }
 
 bool PassReport::converged() const {
-  return status.ok() && remaining.empty() && remaining_problems.empty() && !any_action_failed();
+  // An unhealthy object is information: nothing remains to be done about it.
+  const bool nothing_remains =
+      std::all_of(remaining.begin(), remaining.end(),
+                  [](const DriftEntry& e) { return e.state == DriftState::kUnhealthy; });
+  return status.ok() && nothing_remains && remaining_problems.empty() && !any_action_failed();
 }
 
 std::string FormatReportTable(const PassReport& report) {
@@ -415,6 +427,10 @@ std::string FormatReportTable(const PassReport& report) {
   if (!report.outcomes.empty() && !report.remaining.empty()) {
     out << "\nREMAINING\n" << DriftTable(report.remaining);
   }
+  if (!report.unhealthy.empty()) {
+    out << "\nTHE SERVER REPORTS UNHEALTHY\n";
+    for (const observers::ObjectHealth& h : report.unhealthy) out << "  " << h.error << "\n";
+  }
   if (!report.without_credential.empty()) {
     out << "\nPrincipals without a credential (left out of the users file):";
     for (const UserName& user : report.without_credential) out << " " << user.str();
@@ -442,6 +458,19 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   Field(w, "message", report.status.message());
   w.EndObject();
   BoolField(w, "converged", report.converged());
+  Field(w, "readiness", ReadinessName(report.readiness));
+  w.Key("unhealthy");
+  w.StartArray();
+  for (const observers::ObjectHealth& h : report.unhealthy) {
+    w.StartObject();
+    Field(w, "kind", HealthKindName(h.kind));
+    Field(w, "account", h.account);
+    Field(w, "stream", h.stream);
+    Field(w, "consumer", h.consumer);
+    Field(w, "error", h.error);
+    w.EndObject();
+  }
+  w.EndArray();
   BoolField(w, "records_valid", report.records_valid);
   Field(w, "records_errors", report.records_errors);
   w.Key("without_credential");
@@ -514,6 +543,16 @@ Result<PassReport> ReportFromJson(const std::string& json) {
     std::string message = r.Str(*status, "message", "$.status");
     if (code != Errc::kOk) report.status = Status(code, std::move(message));
   }
+  report.readiness = r.Enum(doc, "readiness", "$", ServerReadiness::kNotReady, ReadinessName);
+  r.Each(doc, "unhealthy", "$", [&](const rapidjson::Value& v, const std::string& at) {
+    observers::ObjectHealth h;
+    h.kind = r.Enum(v, "kind", at, observers::ObjectHealth::Kind::kConsumer, HealthKindName);
+    h.account = r.Str(v, "account", at);
+    h.stream = r.Str(v, "stream", at);
+    h.consumer = r.Str(v, "consumer", at);
+    h.error = r.Str(v, "error", at);
+    report.unhealthy.push_back(std::move(h));
+  });
   report.records_valid = r.Bool(doc, "records_valid", "$");
   report.records_errors = r.Strings(doc, "records_errors", "$");
   for (const std::string& user : r.Strings(doc, "without_credential", "$")) {

@@ -17,7 +17,7 @@ observers::ObservedState ConvergedObservation(const model::DesiredState& desired
   observed.users_file.mode = 0600;  // as the reconciler writes it
   observed.server.monitor_configured = true;
   observed.server.reachable = true;
-  observed.server.healthy = true;
+  observed.server.ready = true;
   observed.server.config_load_time_unix_ns = kConvergedConfigLoadTimeNs;
   observed.server.jetstream_cluster_size = desired.replicas;
   return observed;

@@ -194,7 +194,8 @@ struct LiveMesh {
   mesh::testing::NatsConnectionPtr reconciler_conn;
 };
 
-TEST_CASE("a live server enforces the rendered permissions", "[render][nats][permissions][server]") {
+TEST_CASE("a live server enforces the rendered permissions",
+          "[render][nats][permissions][server]") {
   LiveMesh mesh;
   const std::string url = mesh.server->url();
   Client controller(url, "mesh-controller", "demo-only-controller-password");

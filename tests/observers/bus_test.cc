@@ -162,7 +162,8 @@ TEST_CASE("RequestMany matches out-of-order replies and never exceeds max_in_fli
   CHECK(responder.max_outstanding() >= Responder::kBatch);
 }
 
-TEST_CASE("RequestMany fails only the requests that get no answer", "[observers][integration][server]") {
+TEST_CASE("RequestMany fails only the requests that get no answer",
+          "[observers][integration][server]") {
   auto server = StartServer();
   Responder responder(*server);
   auto settings = BusSettingsFor(*server, "admin", "admin");

@@ -321,7 +321,8 @@ TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through e
   CHECK(bus->requests_sent() - sent_before == observed->api_requests);
 }
 
-TEST_CASE("A clustered bus reports stream leaders and the group size", "[observers][integration][server]") {
+TEST_CASE("A clustered bus reports stream leaders and the group size",
+          "[observers][integration][server]") {
   testing::NatsClusterOptions options;
   options.users_conf = testing::ReconcilerUsersConf();
   auto cluster = testing::NatsCluster::Start(options);

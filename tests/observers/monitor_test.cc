@@ -106,7 +106,7 @@ TEST_CASE("An unreachable or unconfigured monitor is data, not an error", "[obse
       ObserveServer("http://127.0.0.1:" + std::to_string(testing::FreePort()), kTimeout);
   CHECK(unreachable.monitor_configured);
   CHECK_FALSE(unreachable.reachable);
-  CHECK_FALSE(unreachable.healthy);
+  CHECK_FALSE(unreachable.ready);
   CHECK(unreachable.config_load_time_unix_ns == 0);
 
   ObservedServer unconfigured = ObserveServer("", kTimeout);
@@ -120,8 +120,8 @@ TEST_CASE("ObserveServer reads a healthy server's health, identity and load time
   ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
   CHECK(observed.monitor_configured);
   CHECK(observed.reachable);
-  CHECK(observed.healthy);
-  CHECK(observed.health_error.empty());
+  CHECK(observed.ready);
+  CHECK(observed.not_ready_reason.empty());
   CHECK(observed.server_name == "n" + std::to_string(server->port()));
   CHECK(observed.version == testing::ServerBinaryVersion());
   CHECK(observed.jetstream_cluster_size == 1);
@@ -144,7 +144,7 @@ TEST_CASE("config_load_time moves when the server reloads on SIGHUP",
   }));
 }
 
-TEST_CASE("A cluster member without a meta leader is reachable but not healthy",
+TEST_CASE("A cluster member without a meta leader is reachable but not ready",
           "[observers][integration][server]") {
   // Routes to two members that never start: JetStream cannot form its meta group.
   testing::NatsServerOptions options;
@@ -153,10 +153,12 @@ TEST_CASE("A cluster member without a meta leader is reachable but not healthy",
   options.wait_healthy = false;
   auto server = NatsServer::Start(options);
   ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
-  INFO(observed.health_error);
+  INFO(observed.not_ready_reason);
   CHECK(observed.reachable);
-  CHECK_FALSE(observed.healthy);
-  CHECK_FALSE(observed.health_error.empty());
+  CHECK_FALSE(observed.ready);
+  // The server's words, from the meta layer query of its version (2.9/2.10 js-server-only,
+  // 2.11 on js-meta-only).
+  CHECK(observed.not_ready_reason == "JetStream has not established contact with a meta leader");
 }
 
 }  // namespace

@@ -212,7 +212,8 @@ TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stre
   CHECK(outcomes[2].detail == "stream S1 could not be created");
 }
 
-TEST_CASE("Apply writes the users file, and without --pid-file skips the reload", "[apply][server]") {
+TEST_CASE("Apply writes the users file, and without --pid-file skips the reload",
+          "[apply][server]") {
   TempDir dir("mesh-apply");
   ApplyTargets targets;
   targets.users_file_path = dir.path + "/users.conf";
@@ -265,7 +266,8 @@ struct Server {
   }
 };
 
-TEST_CASE("ConfirmReload waits for the server's load time to move", "[apply][integration][server]") {
+TEST_CASE("ConfirmReload waits for the server's load time to move",
+          "[apply][integration][server]") {
   Server s;
   const int64_t before = LoadTime(*s.server);
   REQUIRE(before > 0);
@@ -329,7 +331,8 @@ TEST_CASE("A reload the server rejects is reported as failed, the server keeping
   CHECK(outcomes[1].outcome == Outcome::kDone);
 }
 
-TEST_CASE("Apply creates, updates and deletes streams and consumers", "[apply][integration][server]") {
+TEST_CASE("Apply creates, updates and deletes streams and consumers",
+          "[apply][integration][server]") {
   Server s;
   model::StreamSpec a = TestStream("A", "t.a.*");
   model::StreamSpec b = TestStream("B", "t.b.*");
@@ -375,7 +378,8 @@ TEST_CASE("Apply creates, updates and deletes streams and consumers", "[apply][i
   CHECK(observed.consumers[0].config == a1);
 }
 
-TEST_CASE("Apply reports the server's refusals with their error codes", "[apply][integration][server]") {
+TEST_CASE("Apply reports the server's refusals with their error codes",
+          "[apply][integration][server]") {
   Server s;
   model::StreamSpec a = TestStream("A", "t.a.*");
   REQUIRE(Outcomes(Apply({StreamAction(ActionKind::kCreateStream, a)}, s.Targets())) ==

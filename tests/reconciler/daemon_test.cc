@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>
@@ -198,6 +199,56 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   f.Stop();
 }
 
+// Issue 11: on 2.9 the server drops a deleted stream from its lists, then stops its consumers,
+// sends the advisory and only then removes the store folder. A stream recreated meanwhile has
+// its folder removed under it: what it acknowledges is gone at the next restart.
+TEST_CASE("Streams deleted in a burst are recreated without losing what is acknowledged after",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+  const std::vector<std::string> burst = {"DECL", "EVENTS", "SEAT_ledger"};
+  for (const auto& stream : burst) f.DeleteStream(stream);
+  REQUIRE(WaitFor(
+      [&] {
+        return std::all_of(burst.begin(), burst.end(),
+                           [&](const std::string& s) { return f.StreamExists(s); });
+      },
+      kRepairDeadline));
+  f.WaitConverged();
+  constexpr int kMessages = 20;
+  // The controller publishes declarations (conventions: mesh.decl.<node>); the server's
+  // acknowledgement names the stream that stored each.
+  observers::BusSettings controller_bus = f.mesh_.PassSettings().bus;
+  controller_bus.user = "mesh-controller";
+  controller_bus.password = "demo-only-controller-password";
+  auto controller = observers::BusConnection::Connect(controller_bus);
+  INFO(controller.status().ToString());
+  REQUIRE(controller.ok());
+  for (int i = 0; i < kMessages; ++i) {
+    observers::ApiReply ack = (*controller)->Request({"mesh.decl.node-a", "m" + std::to_string(i)});
+    INFO(ack.status.ToString() << " " << ack.payload);
+    REQUIRE(ack.status.ok());
+    REQUIRE(ack.payload.find("\"stream\":\"DECL\"") != std::string::npos);
+  }
+  controller->reset();
+  // The daemon must not get a chance to recreate a lost stream and hide the loss.
+  f.Stop();
+  f.bus_.reset();
+  f.mesh_.server->Restart();
+  std::string info;
+  const bool all_there = WaitFor(
+      [&] {
+        observers::ApiReply reply = f.Bus().Request({"$JS.API.STREAM.INFO.DECL", ""});
+        info = reply.status.ToString() + " " + reply.payload;
+        return reply.status.ok() && reply.payload.find("\"messages\":" + std::to_string(kMessages) +
+                                                       ",") != std::string::npos;
+      },
+      seconds(10));
+  INFO(info);
+  INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
+  CHECK(all_there);
+}
+
 TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",
           "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
@@ -222,7 +273,7 @@ TEST_CASE("After the server is killed and its store wiped, the daemon reconnects
 }
 
 TEST_CASE("Repairs do not wait for hashing: streams first, the users file when hashes are ready",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   // The users file was rendered at cost 4; the daemon runs at cost 5: no hash is reusable, so
   // every password is hashed again on the background threads, the reconciler's own entry first.
   // The server's store is empty (a fresh server): every stream and consumer is missing.

@@ -430,7 +430,8 @@ TEST_CASE("Two instances compete for the KV lease: one holds, renews, and is rep
   CHECK(back.holder == "pod-b-0000000b");
 }
 
-TEST_CASE("Without the extra publish permission the lease cannot be held", "[lease][integration][server]") {
+TEST_CASE("Without the extra publish permission the lease cannot be held",
+          "[lease][integration][server]") {
   mesh::testing::NatsServerOptions options;
   options.users_conf = mesh::testing::ReconcilerUsersConf();  // the contract's row alone
   auto server = mesh::testing::NatsServer::Start(options);

@@ -240,6 +240,36 @@ TEST_CASE("Failed passes are retried with growing delays until one succeeds", "[
   CHECK(Forced(loop).pass_id == 5);
 }
 
+TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id <= 5) {
+      report.readiness = ServerReadiness::kNotReady;
+      report.status = Status(Errc::kUnavailable, "server not ready: JetStream not enabled");
+    }
+    return report;
+  });
+  LoopOptions options = QuietOptions();
+  // Were a wait a failure, the second pass would come an hour later.
+  options.backoff_initial = std::chrono::hours(1);
+  options.backoff_cap = std::chrono::hours(1);
+  options.not_ready_wait = milliseconds(10);
+  Metrics metrics("test");
+  Loop loop(options, &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 6; }));
+  const auto calls = runner.calls();
+  for (size_t i = 1; i < 6; ++i) CHECK(calls[i].trigger == Trigger::kRetry);
+  const std::string text = metrics.Serialize();
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"waiting\",trigger=\"retry\"} 4") !=
+        std::string::npos);
+  CHECK(text.find("mesh_reconcile_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
+        std::string::npos);
+}
+
 TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
   ScriptedRunner runner;
   runner.SetScript([](const PassCall& call) {
