@@ -231,7 +231,7 @@ struct HealFixture {
 // ---------- item 9: a reconnect is a wake-up that cuts the backoff ----------
 
 TEST_CASE("After a bus outage the pass that heals is the reconnect's, not the backoff's",
-          "[faults][integration][daemon]") {
+          "[faults][integration][daemon][server]") {
   Monitor monitor = Monitor::kWith;
   SECTION("with the monitoring endpoint") {
     monitor = Monitor::kWith;
@@ -264,7 +264,7 @@ TEST_CASE("After a bus outage the pass that heals is the reconnect's, not the ba
 // ---------- item 8: what a failed pass did is kept ----------
 
 TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as last_failed",
-          "[faults][integration][daemon]") {
+          "[faults][integration][daemon][server]") {
   // The daemon's first pass creates a large mesh; the server dies while it does.
   HealFixture f({}, LargeMeshJson());
   REQUIRE(WaitFor([&] { return StreamsOnServer(*f.mesh.server) >= 20; }, seconds(60)));
@@ -307,7 +307,7 @@ TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as
 }
 
 TEST_CASE("While the users file cannot be written /readyz is unready, and ready once it is",
-          "[faults][integration][daemon]") {
+          "[faults][integration][daemon][server]") {
   // The folder of the users file is a regular file: every write fails (ENOTDIR), as root too.
   const std::string blocked_dir = mesh::testing::MakeTempDir("mesh-heal") + "/blocked";
   mesh::testing::WriteFile(blocked_dir, "not a folder\n");
@@ -345,7 +345,7 @@ TEST_CASE("While the users file cannot be written /readyz is unready, and ready 
 }
 
 TEST_CASE("A frozen server shows in mesh_bus_connected when a pass's requests time out",
-          "[faults][integration][daemon]") {
+          "[faults][integration][daemon][server]") {
   HealFixture f;
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
   REQUIRE(f.Metric("mesh_bus_connected") == 1);
@@ -394,7 +394,7 @@ bool Holds(const DaemonProcess& daemon) {
 }
 
 TEST_CASE("A lease holder whose passes cannot act lets a standby take over, which repairs",
-          "[faults][integration][daemon][lease]") {
+          "[faults][integration][daemon][lease][server]") {
   // The fixture's own daemon (no lease) only provides the mesh; it is stopped at once.
   HealFixture f;
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
@@ -426,7 +426,7 @@ TEST_CASE("A lease holder whose passes cannot act lets a standby take over, whic
 }
 
 TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entry would expire",
-          "[faults][integration][daemon][lease]") {
+          "[faults][integration][daemon][lease][server]") {
   HealFixture f;
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
   REQUIRE(f.daemon->Terminate(seconds(10)) == 0);
@@ -521,7 +521,7 @@ class Flood {
 };
 
 TEST_CASE("300 idle and 200 slow clients from one address: every probe is still answered",
-          "[faults][integration][daemon][http]") {
+          "[faults][integration][daemon][http][server]") {
   HealFixture f;
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
   Flood flood(f.daemon->port(), 300, 200);

@@ -205,7 +205,7 @@ TEST_CASE("digests: the file holds no plain password and no unkeyed digest of on
 }
 
 TEST_CASE("digests: a live nats-server accepts every re-rendered entry, changed or reused",
-          "[render][digest][nats]") {
+          "[render][digest][nats][server]") {
   DesiredState desired = test::DeriveExample();
   BcryptHasher first(kReconcilerPassword, BcryptHasher::kDefaultCost);
   const RenderedUsersFile before = Reuse(desired, "", first);

@@ -40,7 +40,7 @@ TEST_CASE("consumer actions from 2.10.0 on, never before", "[observers]") {
 }
 
 TEST_CASE("ProbeServerVersion reads the running server's version, without credentials",
-          "[observers][integration]") {
+          "[observers][integration][server]") {
   testing::NatsServerOptions options;
   auto server = testing::NatsServer::Start(options);
   auto version = ProbeServerVersion(server->url(), std::chrono::seconds(5));

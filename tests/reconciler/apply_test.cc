@@ -452,7 +452,7 @@ TEST_CASE("Apply of more actions than one chunk creates each object once, in ord
 }
 
 TEST_CASE("Apply stops in the middle when the chunk gate says the lease lapsed",
-          "[apply][integration][lease]") {
+          "[apply][integration][lease][server]") {
   constexpr int kStreams = 600;  // three chunks of streams
   Server s;
   std::vector<Action> actions;

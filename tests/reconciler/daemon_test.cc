@@ -553,7 +553,7 @@ namespace mesh::reconciler::test {
 namespace {
 
 TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no pass",
-          "[daemon][integration]") {
+          "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
   f.WaitConverged();
   auto call = [&](const std::string& api, const std::string& payload) {

@@ -84,7 +84,7 @@ const DriftEntry* Find(const std::vector<DriftEntry>& drift, const std::string& 
 }
 
 TEST_CASE("a KV bucket and foreign streams with consumers: never listed, never blocking",
-          "[pass][integration]") {
+          "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   Operator op(f.mesh.PassSettings());
@@ -132,7 +132,7 @@ TEST_CASE("a KV bucket and foreign streams with consumers: never listed, never b
   CHECK(op.Call("CONSUMER.INFO.ORDERS.shipper").HasMember("config"));
 }
 
-TEST_CASE("a repair keeps the fields an operator set by hand", "[pass][integration]") {
+TEST_CASE("a repair keeps the fields an operator set by hand", "[pass][integration][server]") {
   Fresh f;
   f.Converge();
   Operator op(f.mesh.PassSettings());
@@ -205,7 +205,7 @@ TEST_CASE("a repair keeps the fields an operator set by hand", "[pass][integrati
 }
 
 TEST_CASE("a consumer create never overwrites another writer's consumer on 2.10+",
-          "[apply][integration]") {
+          "[apply][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   Operator op(mesh.PassSettings());
   const bool v210 = op.AtLeast210();

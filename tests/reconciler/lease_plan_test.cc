@@ -60,7 +60,7 @@ int RunPlanBinary(const LiveMesh& mesh) {
 }
 
 TEST_CASE("plan with --lease neither creates the bucket nor writes the lease",
-          "[pass][lease][integration]") {
+          "[pass][lease][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   Settings settings = mesh.PassSettings();
   settings.lease = LeaseMode::kKv;

@@ -255,7 +255,7 @@ TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop
   options.backoff_initial = std::chrono::hours(1);
   options.backoff_cap = std::chrono::hours(1);
   options.not_ready_wait = milliseconds(10);
-  Metrics metrics("test");
+  Metrics metrics("test", "abc123");
   Loop loop(options, &metrics);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 6; }));

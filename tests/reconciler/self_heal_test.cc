@@ -134,7 +134,7 @@ class Healing {
 // ---------- 4. a FIFO (or any non-regular file) in a file's place ----------
 
 TEST_CASE("A FIFO as the records, users file or token file never blocks the daemon",
-          "[faults][daemon][integration]") {
+          "[faults][daemon][integration][server]") {
   Healing f;
   f.WaitConverged();
 
@@ -300,7 +300,7 @@ TEST_CASE("A weak or empty admin token is refused at start, saying how to make o
 }
 
 TEST_CASE("A reload to a weak admin token keeps refusing POSTs and says why",
-          "[faults][daemon][integration]") {
+          "[faults][daemon][integration][server]") {
   Healing f;
   REQUIRE(f.PostStatus(kToken) == 200);
   ReplaceFile(f.token_path_, "short\n");
@@ -322,7 +322,7 @@ TEST_CASE("A reload to a weak admin token keeps refusing POSTs and says why",
 // ---------- 5. the users file's mode, owner and kind ----------
 
 TEST_CASE("The users file's mode, owner and a symlink in its place: woken, reported, repaired",
-          "[faults][daemon][integration]") {
+          "[faults][daemon][integration][server]") {
   Healing f;
   f.WaitConverged();
   REQUIRE(UsersFileAsOwned(f.users_file()));
@@ -381,7 +381,7 @@ TEST_CASE("The users file's mode, owner and a symlink in its place: woken, repor
 // ---------- 1. the users file repaired while the server is down or refuses us ----------
 
 TEST_CASE("A broken or deleted users file while nats-server is down is repaired first",
-          "[faults][daemon][integration]") {
+          "[faults][daemon][integration][server]") {
   Healing f;
   f.WaitConverged();
   const std::string users = f.users_file();
@@ -411,7 +411,7 @@ TEST_CASE("A broken or deleted users file while nats-server is down is repaired 
 }
 
 TEST_CASE("A rotated reconciler password is written to the users file although the bus refuses it",
-          "[faults][daemon][integration]") {
+          "[faults][daemon][integration][server]") {
   // The server knows the old password (the mesh's users file); the daemon starts with a new one.
   Healing f("test-only-rotated-reconciler-password");
   const std::string old_file = ReadFile(f.users_file());

@@ -90,7 +90,7 @@ struct AccountScopedMesh {
 };
 
 TEST_CASE("users scope account: one account entry beside the operator's own accounts",
-          "[pass][integration][users-scope]") {
+          "[pass][integration][users-scope][server]") {
   AccountScopedMesh mesh;
   const std::string path = mesh.server->users_file();
   const std::string rendered = ReadFile(path);
@@ -145,7 +145,7 @@ TEST_CASE("users scope account: one account entry beside the operator's own acco
 }
 
 TEST_CASE("users scope server: a file rendered for the account scope is drift, and back",
-          "[pass][integration][users-scope]") {
+          "[pass][integration][users-scope][server]") {
   // The scope is part of what is compared: a daemon started with the wrong scope for its file
   // sees the difference rather than calling it converged.
   AccountScopedMesh mesh;
