@@ -47,7 +47,7 @@ TEST_CASE("A present users file gives its bytes and modification time", "[observ
   CHECK(empty.bytes.empty());
 }
 
-TEST_CASE("The users file's mode and owner are observed; a symlink is never followed",
+TEST_CASE("The users file's mode and owner are observed, and a symlink is never followed",
           "[observers]") {
   TempDir dir;
   const std::string path = dir.path + "/users.conf";

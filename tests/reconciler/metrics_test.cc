@@ -124,7 +124,7 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
                       "mesh_reconcile_duration_seconds_count 2"});
 }
 
-TEST_CASE("A failed write is a failed write; the reload it skipped counts as nothing",
+TEST_CASE("A failed write is a failed write, and the reload it skipped counts as nothing",
           "[metrics]") {
   Metrics metrics("test", "abc123");
   PassReport report;

@@ -8,7 +8,7 @@ set -uo pipefail
 
 build="${MESH_BUILD_DIR:?MESH_BUILD_DIR: the CMake build folder}"
 status=0
-for folder in model observers reconciler; do
+for folder in model observers reconciler heal; do
   binary="$build/${folder}_tests"
   if [ ! -x "$binary" ]; then
     echo "not ok - $binary is not built"
