@@ -46,7 +46,7 @@ using mesh::testing::kBenchUser;
 using mesh::testing::WaitFor;
 
 constexpr int kCost = 10;  // bcrypt's default, what production runs
-constexpr char kToken[] = "bench-only-admin-token";
+constexpr char kToken[] = "bench-only-admin-token-5c2e9a7f1b3d40";
 
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "restart_bench: %s\n", why.c_str());
