@@ -15,24 +15,8 @@ cd "$root" || exit 1
 readonly kRules="charts/mesh-reconciler/files/alert-rules.yaml"
 readonly kDocsCopy="docs/alerts/mesh-reconciler-rules.yaml"
 readonly kRunbook="docs/runbook.md"
-work="$(mktemp -d "${TMPDIR:-/tmp}/alerts-test.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-
-passed=0
-failed=0
-
-run_test() {
-  local name="$1"
-  shift
-  if "$@" >"$work/test.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok - $name"
-  else
-    failed=$((failed + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$work/test.log"
-  fi
-}
+source "$root/tests/scripts/lib.sh"
+test_lib_init alerts_test
 
 mapfile -t alerts < <(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\) *$/\1/p' "$kRules")
 
@@ -82,5 +66,4 @@ run_test "promtool test rules tests/alerts/*.yaml" promtool test rules tests/ale
 run_test "every alert is tested firing and quiet" each_alert_fires_and_stays_quiet
 run_test "every alert has a severity, a summary and a runbook section" each_alert_has_runbook_section
 
-echo "alerts_test: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+test_lib_finish

@@ -12,23 +12,8 @@ root="${MESH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 cd "$root" || exit 1
 bin="${MESH_BINARY:?MESH_BINARY: the mesh-reconciler binary (CTest sets it)}"
 build="${MESH_BUILD_DIR:-$(dirname "$bin")}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/cli-test.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-
-passed=0
-failed=0
-run_test() {
-  local name="$1"
-  shift
-  if "$@" >"$work/test.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok - $name"
-  else
-    failed=$((failed + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$work/test.log"
-  fi
-}
+source "$root/tests/scripts/lib.sh"
+test_lib_init cli_test
 
 mapfile -t commands < <("$bin" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z-]*\) .*/\1/p')
 
@@ -95,5 +80,4 @@ run_test "help COMMAND is COMMAND --help; an unknown command is a usage error" h
 run_test "completion bash completes commands, flags, files and values" completion_completes
 run_test "the man page names every command, the version and the environment" man_page_names_everything
 
-echo "cli_test: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+test_lib_finish

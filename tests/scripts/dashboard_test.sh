@@ -19,24 +19,8 @@ bash scripts/install-test-tools.sh >/dev/null || { echo "dashboard_test: cannot 
 readonly kDashboard="charts/mesh-reconciler/dashboards/mesh-reconciler.json"
 helm="$root/.tools/bin/helm"
 yaml_module="$root/.tools/node/node_modules/yaml"
-work="$(mktemp -d "${TMPDIR:-/tmp}/dashboard-test.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-
-passed=0
-failed=0
-
-run_test() {
-  local name="$1"
-  shift
-  if "$@" >"$work/test.log" 2>&1; then
-    passed=$((passed + 1))
-    echo "ok - $name"
-  else
-    failed=$((failed + 1))
-    echo "not ok - $name"
-    sed 's/^/    /' "$work/test.log"
-  fi
-}
+source "$root/tests/scripts/lib.sh"
+test_lib_init dashboard_test
 
 # Prints one expression per line (Grafana variables substituted), or fails on a malformed file.
 expressions() {
@@ -138,5 +122,4 @@ run_test "every panel's expression parses (promtool check rules)" every_expressi
 run_test "every metric named is one the daemon registers" only_exported_metrics
 run_test "the chart ships the dashboard for Grafana's sidecar, off by default" chart_ships_it
 
-echo "dashboard_test: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+test_lib_finish
