@@ -349,7 +349,9 @@ free_ports() {  # N distinct free loopback ports, below the kernel's ephemeral r
 http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
 
 metric_is() {  # NAME VALUE: a sample of NAME (any labels) has VALUE
-  curl -fsS --max-time 2 "$metrics_url/metrics" | grep -Eq "^$1(\{[^}]*\})? $2(\.0+)?( |$)"
+  local body  # the whole body first: `curl | grep -q` fails under pipefail when grep exits early
+  body="$(curl -fsS --max-time 2 "$metrics_url/metrics")" || return 1
+  grep -Eq "^$1(\{[^}]*\})? $2(\.0+)?( |$)" <<<"$body"
 }
 
 rt_layout() {
@@ -426,8 +428,10 @@ rt_metrics() {
     # shellcheck disable=SC2086
     metric_is $name || { echo "metric not as expected: $name"; return 1; }
   done
-  curl -fsS --max-time 2 "$metrics_url/metrics" | grep -q '^mesh_reconciler_build_info{' ||
-    { echo "no mesh_reconciler_build_info"; return 1; }
+  # The whole body first: `curl | grep -q` fails under pipefail when grep stops reading early.
+  local body
+  body="$(curl -fsS --max-time 2 "$metrics_url/metrics")" || { echo "GET /metrics failed"; return 1; }
+  grep -q '^mesh_reconciler_build_info{' <<<"$body" || { echo "no mesh_reconciler_build_info"; return 1; }
   echo "metrics: connected, records valid, not held"
 }
 
