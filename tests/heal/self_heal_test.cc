@@ -123,7 +123,9 @@ class TcpProxy {
         }
       }
       std::vector<size_t> closed;
-      for (size_t i = 0; i < pairs.size(); ++i) {
+      // Only the pairs that were polled: one accepted just now has no entry in `fds` yet.
+      const size_t polled = (fds.size() - 2) / 2;
+      for (size_t i = 0; i < polled; ++i) {
         for (int side = 0; side < 2; ++side) {
           if (fds[2 + 2 * i + side].revents == 0) continue;
           const int from = side == 0 ? pairs[i].first : pairs[i].second;
