@@ -122,7 +122,10 @@ LeaseState Lease::Unreachable(std::string error) {
 }
 
 Status Lease::Release(LeaseStore& store) {
-  if (state_.role != LeaseRole::kHolder || own_revision_ == 0) return Status::Ok();
+  // Not only as a holder: after a round that got no answer (kUnknown) the entry may still name
+  // this instance at the revision it last wrote. Releasing that revision is a compare-and-set,
+  // so an entry that moved on meanwhile is refused, never overwritten.
+  if (own_revision_ == 0) return Status::Ok();
   Result<uint64_t> written = store.Update("", own_revision_);
   own_revision_ = 0;
   state_ = {};

@@ -130,13 +130,17 @@ class Lease {
   // nothing but the users file. A later round renews from the revision last written.
   LeaseState Unreachable(std::string error);
 
-  // Gives the lease up (SIGTERM, or stepping down): when this instance holds it, overwrites its
-  // entry with an empty holder (compare-and-set on its revision), which every other instance's
-  // next round treats as free. Afterwards this instance is a standby until a round acquires it
-  // again. Not holding: nothing is written (Ok).
+  // Gives the lease up (SIGTERM, or stepping down): when this instance holds it, or may still
+  // (its last round got no answer), overwrites its entry with an empty holder (compare-and-set
+  // on the revision it last wrote), which every other instance's next round treats as free.
+  // Afterwards this instance is a standby until a round acquires it again. Never written an
+  // entry, or a standby: nothing is written (Ok).
   Status Release(LeaseStore& store);
 
   bool MayAct(LeaseClock::time_point now) const { return reconciler::MayAct(state_, now); }
+  // This instance wrote the entry last, as far as it knows (a holder, or unsure after a round
+  // without an answer): Release has something to give up.
+  bool MayHold() const { return own_revision_ != 0; }
   const LeaseState& state() const { return state_; }
   const std::string& identity() const { return identity_; }
 

@@ -143,7 +143,7 @@ LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
 }
 
 Status LeaseKeeper::Release(natsConnection* connection, int cluster_size) {
-  if (lease_.state().role != LeaseRole::kHolder) return Status::Ok();
+  if (!lease_.MayHold()) return Status::Ok();
   auto store =
       KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
                          settings_.request_timeout);

@@ -720,7 +720,7 @@ LeaseChange Reconciler::RunLeaseRound() {
 
 void Reconciler::ReleaseLease() {
   Impl& impl = *impl_;
-  if (!impl.lease || impl.lease->lease().state().role != LeaseRole::kHolder) return;
+  if (!impl.lease || !impl.lease->lease().MayHold()) return;
   if (!impl.bus || !impl.bus->connected()) return;  // it ages out on its own
   const Status released = impl.lease->Release(impl.bus->native_handle(), impl.cluster_size);
   Log(released.ok() ? LogLevel::kInfo : LogLevel::kWarn, 0, "lease released",

@@ -194,6 +194,43 @@ TEST_CASE("A release that gets no answer still stops the holder acting", "[lease
   CHECK_FALSE(a.MayAct(kStart));
 }
 
+TEST_CASE("A holder whose last round got no answer still releases the entry it wrote", "[lease]") {
+  // SIGTERM right after a round that timed out: the entry still names this instance (the
+  // server stored the last renewal), so it is written free, not left to age out.
+  FakeStore store(kStart);
+  Lease a("a-1");
+  Lease b("b-2");
+  REQUIRE(a.TryAcquireOrRenew(store, kStart).role == LeaseRole::kHolder);
+  store.unreachable = true;
+  store.now = kStart + milliseconds(100);
+  REQUIRE(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kUnknown);
+  store.unreachable = false;
+  REQUIRE(a.Release(store).ok());
+  CHECK(store.entry.holder.empty());
+  CHECK(b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+
+  // The same, but its entry moved on meanwhile (aged out, then taken by another): the write is
+  // refused and the other's entry stays.
+  store.now += kTtl;
+  REQUIRE(b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+  store.unreachable = true;
+  REQUIRE(b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kUnknown);
+  store.unreachable = false;
+  store.now += kTtl;
+  Lease c("c-3");
+  REQUIRE(c.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+  CHECK_FALSE(b.Release(store).ok());
+  CHECK(store.entry.holder == "c-3");
+  CHECK_FALSE(b.MayAct(store.now));
+  // A standby holds nothing: it writes nothing.
+  const int writes = store.writes;
+  CHECK(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kStandby);
+  const int after_round = store.writes;
+  CHECK(a.Release(store).ok());
+  CHECK(store.writes == after_round);
+  CHECK(after_round > writes);
+}
+
 // Two instances running lease rounds every LeaseRoundFor(interval), as the loop does between
 // passes, with the time to live the daemon uses: while the holder lives the other stays
 // standby; whenever the holder dies (any moment of its round, any phase of the other's rounds)
