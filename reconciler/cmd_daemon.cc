@@ -22,8 +22,11 @@
 namespace mesh::reconciler {
 namespace {
 
-// SIGTERM: the pass in flight may finish within this; otherwise it is abandoned.
-constexpr auto kShutdownGrace = std::chrono::seconds(3);
+// SIGTERM: the pass in flight may finish within this, and the lease is released after it;
+// otherwise the pass is abandoned and the lease left to age out. Longer than a pass's longest
+// wait (a request timeout, 5 s by default; the wait for a deleted stream's folder, 5 s) so that
+// a slow pass still ends with a release; well inside the chart's terminationGracePeriodSeconds.
+constexpr auto kShutdownGrace = std::chrono::seconds(15);
 // POST /reconcile waits this long for its pass; the CLI waits a little longer for the answer.
 constexpr auto kForcedPassTimeout = std::chrono::seconds(60);
 constexpr auto kRemoteTimeout = kForcedPassTimeout + std::chrono::seconds(15);
@@ -154,8 +157,9 @@ certificate is presented from the next connection on; a replacement that cannot 
 PEM, a key that does not match) is logged and the previous certificate stays in force. Files
 that cannot be used at start are an error (exit 1).
 
-SIGTERM or SIGINT: the pass in flight may finish (for up to 3 s, else it is abandoned), then the
-connection is closed and the daemon exits 0.
+SIGTERM or SIGINT: the pass in flight may finish (for up to 15 s, else it is abandoned), then the
+lease is released (with --lease: a standby takes over at its next round), the connection is
+closed and the daemon exits 0.
 
 )",
     kPassSettingsHelpText,
@@ -238,7 +242,7 @@ int RunDaemon(Settings& settings) {
   }
 
   const sigset_t shutdown_signals = BlockShutdownSignals();
-  Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit());
+  Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit(), settings.lease);
   LoopOptions options;
   options.interval = settings.interval;
   options.advisory_floor = settings.advisory_floor;

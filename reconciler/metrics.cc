@@ -66,7 +66,7 @@ PassResult PassSucceeded(const PassReport& report) {
                                                            : PassResult::kFailure;
 }
 
-Metrics::Metrics(const std::string& version, const std::string& commit)
+Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMode lease)
     : registry_(std::make_shared<prometheus::Registry>()),
       drift_(prometheus::BuildGauge()
                  .Name("mesh_drift_objects")
@@ -147,7 +147,7 @@ Metrics::Metrics(const std::string& version, const std::string& commit)
       .Register(*registry_)
       .Add({{"version", version}, {"commit", commit}})
       .Set(1);
-  lease_holder_.Set(1);
+  lease_holder_.Set(lease == LeaseMode::kOff ? 1 : 0);
 }
 
 void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {

@@ -18,7 +18,8 @@
 //   mesh_reconcile_exceptions_total                 counter: passes and lease rounds that threw (a
 //                                                   bug)
 //   mesh_bus_certificate_expiry_timestamp_seconds   gauge; absent until the expiry is known
-//   mesh_reconciler_lease_holder                    gauge 0/1; 1 while standalone (no lease yet)
+//   mesh_reconciler_lease_holder                    gauge 0/1: 1 without a lease; with one, 0
+//                                                   until a round acquires it
 //   process_*                                       the standard process metrics
 //                                                   (reconciler/process_metrics.h), read at scrape
 //
@@ -42,6 +43,7 @@
 #include <string>
 
 #include "reconciler/pass.h"
+#include "reconciler/settings.h"
 
 namespace mesh::reconciler {
 
@@ -54,8 +56,10 @@ PassResult PassSucceeded(const PassReport& report);
 
 class Metrics {
  public:
-  // `commit` is the source revision the binary was built from ("unknown" outside git).
-  Metrics(const std::string& version, const std::string& commit);
+  // `commit` is the source revision the binary was built from ("unknown" outside git). With a
+  // lease, mesh_reconciler_lease_holder starts at 0: a starting instance acts on nothing until a
+  // round acquires the lease (1 from the start would count every starting pod as a holder).
+  Metrics(const std::string& version, const std::string& commit, LeaseMode lease = LeaseMode::kOff);
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 

@@ -89,6 +89,15 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
   CHECK_FALSE(Has(text, "mesh_bus_certificate_expiry_timestamp_seconds"));
 }
 
+TEST_CASE("With a lease, an instance is no holder until a round says so", "[metrics]") {
+  // Counted as a holder from the start, every pod starting beside the real holder made the sum
+  // 2 (MeshLeaseHoldersNotOne) until its first pass ended.
+  Metrics metrics("test", "abc123", LeaseMode::kKv);
+  CHECK(Has(metrics.Serialize(), "mesh_reconciler_lease_holder 0"));
+  metrics.SetLeaseHolder(true);
+  CHECK(Has(metrics.Serialize(), "mesh_reconciler_lease_holder 1"));
+}
+
 TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metrics]") {
   Metrics metrics("test", "abc123");
   metrics.RecordPass(BusyPass(), 1700000000.5);
