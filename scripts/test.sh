@@ -34,7 +34,10 @@ build_and_test() {
   local name="$1" dir="$2"
   shift 2
   stage "$name: build"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  # -g1 (line tables: sanitizer and crash stacks still name file and line) instead of -g: a
+  # quarter less compile time on the Beast-heavy files, and half the object size.
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   stage "$name: tests"
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900
