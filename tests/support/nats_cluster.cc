@@ -79,6 +79,21 @@ std::string NatsCluster::MetaLeaderSeenBy(size_t index) const {
   return leader->value.GetString();
 }
 
+std::optional<int> NatsCluster::MetaSizeSeenBy(size_t index) const {
+  const NatsServer& server = *members_.at(index);
+  if (!server.running()) return std::nullopt;
+  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
+  if (!jsz.ok() || jsz->status != 200) return std::nullopt;
+  rapidjson::Document doc;
+  doc.Parse(jsz->body.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
+  auto meta = doc.FindMember("meta_cluster");
+  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return std::nullopt;
+  auto size = meta->value.FindMember("cluster_size");
+  if (size == meta->value.MemberEnd() || !size->value.IsInt()) return std::nullopt;
+  return size->value.GetInt();
+}
+
 bool NatsCluster::AgreeOnMetaLeader() const {
   std::set<std::string> leaders;
   for (size_t i = 0; i < members_.size(); ++i) {
@@ -93,8 +108,11 @@ bool NatsCluster::AgreeOnMetaLeader() const {
 bool NatsCluster::WaitReady(std::chrono::milliseconds deadline) const {
   return WaitFor(
       [&] {
-        for (const auto& member : members_) {
-          if (member->running() && !Healthy(*member)) return false;
+        for (size_t i = 0; i < members_.size(); ++i) {
+          if (!members_[i]->running()) continue;
+          if (!Healthy(*members_[i])) return false;
+          const std::optional<int> size = MetaSizeSeenBy(i);
+          if (size && *size < static_cast<int>(members_.size())) return false;
         }
         return AgreeOnMetaLeader();
       },
