@@ -29,6 +29,7 @@
 namespace mesh::reconciler::test {
 namespace {
 
+using mesh::testing::StreamsOnServer;
 using mesh::testing::WaitFor;
 using std::chrono::seconds;
 
@@ -53,15 +54,6 @@ int CountLines(const std::string& log, uint64_t pass_id, const std::string& need
 
 std::string LargeMeshJson() {
   return mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Large()));
-}
-
-// The monitoring endpoint's stream count (from /jsz), or -1 when it does not answer.
-int StreamsOnServer(const mesh::testing::NatsServer& server) {
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
-  if (!jsz.ok() || jsz->status != 200) return -1;
-  const std::string key = "\"streams\": ";
-  const size_t at = jsz->body.find(key);
-  return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
 }
 
 // A TCP forwarder on 127.0.0.1: what a daemon is given as its monitoring endpoint, so that the
@@ -208,14 +200,7 @@ struct HealFixture {
     return highest;
   }
   // POST /reconcile: the report of a pass that started after the call.
-  Result<PassReport> Reconcile() const {
-    auto reply = daemon->Post("/reconcile", kAdminToken);
-    if (!reply.ok()) return reply.status();
-    if (reply->status != 200) {
-      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
-    }
-    return ReportFromJson(reply->body);
-  }
+  Result<PassReport> Reconcile() const { return daemon->Reconcile(kAdminToken); }
   std::string Readyz() const {
     auto ready = daemon->Get("/readyz");
     return ready.ok() ? std::to_string(ready->status) + " " + ready->body : "unreachable";

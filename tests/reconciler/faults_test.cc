@@ -32,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using mesh::testing::ReadFile;
+using mesh::testing::StreamsOnServer;
 using mesh::testing::TempDir;
 using mesh::testing::WaitFor;
 using mesh::testing::WriteFile;
@@ -60,15 +61,6 @@ int CountOutcomes(const PassReport& report, ActionKind kind, Outcome outcome) {
     n += (o.action.kind == kind && o.outcome == outcome) ? 1 : 0;
   }
   return n;
-}
-
-// The monitoring endpoint's stream count (from /jsz), or -1 when it does not answer.
-int StreamsOnServer(const mesh::testing::NatsServer& server) {
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
-  if (!jsz.ok() || jsz->status != 200) return -1;
-  const std::string key = "\"streams\": ";
-  const size_t at = jsz->body.find(key);
-  return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
 }
 
 std::string LargeMeshJson() {

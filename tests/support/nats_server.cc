@@ -444,4 +444,12 @@ std::string NatsServer::main_config() const {
   return dir_ + "/nats.conf";
 }
 
+int StreamsOnServer(const NatsServer& server) {
+  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
+  if (!jsz.ok() || jsz->status != 200) return -1;
+  const std::string key = "\"streams\": ";
+  const size_t at = jsz->body.find(key);
+  return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
+}
+
 }  // namespace mesh::testing

@@ -107,4 +107,7 @@ class NatsServer {
   pid_t pid_ = -1;
 };
 
+// The monitoring endpoint's stream count (from /jsz), or -1 when it does not answer.
+int StreamsOnServer(const NatsServer& server);
+
 }  // namespace mesh::testing
