@@ -27,6 +27,7 @@
 
 #include "model/result.h"
 #include "observers/monitor.h"
+#include "reconciler/pass.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::reconciler::test {
@@ -223,6 +224,28 @@ class DaemonProcess {
     call.ca_file = ca_file_;
     if (!token.empty()) call.headers = {{"Authorization", "Bearer " + token}};
     return observers::HttpSend(call, timeout);
+  }
+  // POST /reconcile with `token`: the report of a pass that started after the call.
+  Result<PassReport> Reconcile(const std::string& token,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(75)) const {
+    auto reply = Post("/reconcile", token, timeout);
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) {
+      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
+    }
+    return ReportFromJson(reply->body);
+  }
+  // Forces passes until one reports convergence, for up to `deadline`; `last` describes the
+  // last answer (a report table, or the error).
+  bool WaitConverged(const std::string& token, std::chrono::milliseconds deadline,
+                     std::string& last) const {
+    return mesh::testing::WaitFor(
+        [&] {
+          Result<PassReport> report = Reconcile(token);
+          last = report.ok() ? FormatReportTable(*report) : report.status().ToString();
+          return report.ok() && report->converged();
+        },
+        deadline);
   }
   // A metric's value from /metrics, nullopt when absent or unreachable.
   std::optional<double> Metric(const std::string& series) const {

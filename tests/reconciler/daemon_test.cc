@@ -114,28 +114,11 @@ class DaemonFixture {
   }
 
   // POST /reconcile with the admin token: the report of a pass that started after the call.
-  Result<PassReport> Reconcile() {
-    auto reply = daemon_->Post("/reconcile", kAdminToken);
-    if (!reply.ok()) return reply.status();
-    if (reply->status != 200) {
-      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
-    }
-    return ReportFromJson(reply->body);
-  }
+  Result<PassReport> Reconcile() { return daemon_->Reconcile(kAdminToken); }
   // Until a forced pass reports convergence.
   void WaitConverged() {
     std::string last;
-    const bool converged = WaitFor(
-        [&] {
-          Result<PassReport> report = Reconcile();
-          if (!report.ok()) {
-            last = report.status().ToString();
-            return false;
-          }
-          last = FormatReportTable(*report);
-          return report->converged();
-        },
-        seconds(60));
+    const bool converged = daemon_->WaitConverged(kAdminToken, seconds(60), last);
     INFO(last);
     INFO(daemon_->log());
     REQUIRE(converged);

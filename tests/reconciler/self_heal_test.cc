@@ -94,23 +94,10 @@ class Healing {
   std::string users_file() const { return mesh_.server->users_file(); }
 
   // POST /reconcile: the report of a pass that started after the call.
-  Result<PassReport> Reconcile() {
-    auto reply = daemon_->Post("/reconcile", kToken, kForcedPassDeadline);
-    if (!reply.ok()) return reply.status();
-    if (reply->status != 200) {
-      return Status(Errc::kInternal, "HTTP " + std::to_string(reply->status) + ": " + reply->body);
-    }
-    return ReportFromJson(reply->body);
-  }
+  Result<PassReport> Reconcile() { return daemon_->Reconcile(kToken, kForcedPassDeadline); }
   void WaitConverged() {
     std::string last;
-    const bool converged = WaitFor(
-        [&] {
-          Result<PassReport> report = Reconcile();
-          last = report.ok() ? FormatReportTable(*report) : report.status().ToString();
-          return report.ok() && report->converged();
-        },
-        seconds(60));
+    const bool converged = daemon_->WaitConverged(kToken, seconds(60), last);
     INFO(last);
     INFO(daemon_->log());
     REQUIRE(converged);
