@@ -4,6 +4,7 @@
 #include <openssl/x509_vfy.h>
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,6 +15,8 @@
 #include <cctype>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <type_traits>
 
 #include "observers/server_version.h"
@@ -356,6 +359,17 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
       }
     }
   }
+  if (clustered) {
+    // The meta group's size can lag the cluster: 2.10.27 was seen answering cluster_size 2 on
+    // every member of a healthy 3-node cluster (one meta leader, /healthz ok) for over a
+    // minute, and 3-replica streams would have been refused as unsatisfiable. The servers it
+    // is routed to count too (every member of a mesh cluster runs JetStream).
+    if (Result<HttpResponse> routez = HttpGet(base + "/routez", timeout);
+        routez.ok() && routez->status == 200) {
+      server.jetstream_cluster_size =
+          std::max(server.jetstream_cluster_size, ServersByRoutes(routez->body));
+    }
+  }
 
   // The readiness gate (server/monitor.go healthz() at each tag; observers/server_version.h):
   // "js-enabled-only" checks that the server is up and JetStream enabled, and returns before
@@ -379,6 +393,23 @@ std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url
   std::string base = monitor_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   return UnhealthyObjects(base + "/healthz?details=true", timeout);
+}
+
+int ServersByRoutes(std::string_view routez_body) {
+  rapidjson::Document doc;
+  doc.Parse(routez_body.data(), routez_body.size());
+  if (doc.HasParseError() || !doc.IsObject()) return 0;
+  auto routes = doc.FindMember("routes");
+  if (routes == doc.MemberEnd() || !routes->value.IsArray()) return 0;
+  std::set<std::string> peers;
+  for (const auto& route : routes->value.GetArray()) {
+    if (!route.IsObject()) continue;
+    auto name = route.FindMember("remote_name");
+    if (name != route.MemberEnd() && name->value.IsString() && name->value.GetStringLength() > 0) {
+      peers.insert(name->value.GetString());
+    }
+  }
+  return static_cast<int>(peers.size()) + 1;
 }
 
 int64_t ParseRfc3339Nanos(const std::string& text) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,5 +50,9 @@ std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url
 
 // "2026-11-29T10:55:30.123456789Z" -> Unix ns; 0 when it cannot be parsed.
 int64_t ParseRfc3339Nanos(const std::string& text);
+
+// The servers this one has routes to, by distinct remote_name in a /routez body (2.10 pools
+// several routes per peer), plus itself; 0 when the body cannot be read.
+int ServersByRoutes(std::string_view routez_body);
 
 }  // namespace mesh::observers

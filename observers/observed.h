@@ -85,8 +85,10 @@ struct ObservedServer {
   int64_t config_load_time_unix_ns = 0;
   std::string server_name;
   std::string version;
-  // /jsz meta_cluster.cluster_size (the JetStream meta group, offline peers included); 1 for a
-  // standalone JetStream server; 0 when unknown (no monitor, unreachable, JetStream disabled).
+  // The JetStream servers: the larger of /jsz meta_cluster.cluster_size (the meta group,
+  // offline peers included) and the servers /routez shows routes to, plus this one (the meta
+  // group's count can lag); 1 for a standalone JetStream server; 0 when unknown (no monitor,
+  // unreachable, JetStream disabled).
   int jetstream_cluster_size = 0;
 };
 

@@ -49,6 +49,17 @@ TEST_CASE("JetStreamClusterSize prefers the monitor's count over the bus's lower
   CHECK(JetStreamClusterSize(state) == 5);
 }
 
+TEST_CASE("ServersByRoutes counts distinct peers, pooled routes once, plus itself", "[observers]") {
+  // 2.10 pools routes: several per peer, each naming it (/routez as 2.10.27 answers).
+  CHECK(ServersByRoutes(R"({"num_routes":4,"routes":[{"rid":1,"remote_name":"n2"},)"
+                        R"({"rid":2,"remote_name":"n2"},{"rid":3,"remote_name":"n3"},)"
+                        R"({"rid":4,"remote_name":"n3"}]})") == 3);
+  CHECK(ServersByRoutes(R"({"num_routes":0,"routes":[]})") == 1);
+  CHECK(ServersByRoutes(R"({"routes":[{"rid":1},{"rid":2,"remote_name":""}]})") == 1);
+  CHECK(ServersByRoutes("not json") == 0);
+  CHECK(ServersByRoutes(R"({"routes":{}})") == 0);
+}
+
 TEST_CASE("HttpGet errors name the address and never the URL's credentials", "[observers]") {
   const int closed = testing::FreePort();
   auto reply =
