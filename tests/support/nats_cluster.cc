@@ -108,11 +108,8 @@ bool NatsCluster::AgreeOnMetaLeader() const {
 bool NatsCluster::WaitReady(std::chrono::milliseconds deadline) const {
   return WaitFor(
       [&] {
-        for (size_t i = 0; i < members_.size(); ++i) {
-          if (!members_[i]->running()) continue;
-          if (!Healthy(*members_[i])) return false;
-          const std::optional<int> size = MetaSizeSeenBy(i);
-          if (size && *size < static_cast<int>(members_.size())) return false;
+        for (const auto& member : members_) {
+          if (member->running() && !Healthy(*member)) return false;
         }
         return AgreeOnMetaLeader();
       },
@@ -130,7 +127,17 @@ void NatsCluster::RequireRejoined(size_t healthy, std::chrono::milliseconds dead
 
 void NatsCluster::RequireReady(std::chrono::milliseconds deadline) const {
   if (!WaitReady(deadline)) {
-    throw std::runtime_error("the JetStream cluster did not become ready; logs:\n" + LogTails());
+    // What each member said at the end, then the logs.
+    std::string state;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      const std::optional<int> size = MetaSizeSeenBy(i);
+      state += names_[i] + ": running=" + (members_[i]->running() ? "yes" : "no") +
+               " healthy=" + (members_[i]->running() && Healthy(*members_[i]) ? "yes" : "no") +
+               " meta_leader=" + MetaLeaderSeenBy(i) +
+               " meta_cluster_size=" + (size ? std::to_string(*size) : "-") + "\n";
+    }
+    throw std::runtime_error("the JetStream cluster did not become ready:\n" + state + "logs:\n" +
+                             LogTails());
   }
 }
 

@@ -43,9 +43,9 @@ class NatsCluster {
   // Every member's client URL, running or not (what a reconciler is configured with).
   std::vector<std::string> urls() const;
 
-  // Waits until every running member is healthy, they agree on a meta leader, and each counts
-  // every member in its meta group (/jsz meta_cluster.cluster_size, where the server reports
-  // it): a member may be healthy and name the leader while the group still counts 2 of 3.
+  // Waits until every running member is healthy and they agree on a meta leader. (Not on the
+  // meta group's size: 2.10.27 may count 2 of 3 healthy members for minutes;
+  // observers/monitor.cc counts the routes too.)
   bool WaitReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
   // Throws with the members' log tails when the cluster is not ready within `deadline`.
   void RequireReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
@@ -58,7 +58,8 @@ class NatsCluster {
 
   // The JetStream meta leader's server name as `index` sees it (empty when it sees none).
   std::string MetaLeaderSeenBy(size_t index) const;
-  // The JetStream meta group's size as `index` sees it; nullopt when it does not say.
+  // The JetStream meta group's size as `index` sees it (diagnostics); nullopt when it does not
+  // say.
   std::optional<int> MetaSizeSeenBy(size_t index) const;
   // The index of the member whose server name is `name`; size() when none.
   size_t IndexOf(const std::string& name) const;
