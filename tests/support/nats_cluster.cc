@@ -18,6 +18,32 @@ bool Healthy(const NatsServer& server) {
   return health.ok() && health->status == 200;
 }
 
+// What a member's /jsz says of the JetStream meta group; nullopt when it is stopped, does not
+// answer, or names no meta group.
+struct MetaCluster {
+  std::string leader;       // empty when it names none
+  std::optional<int> size;  // cluster_size, when reported
+};
+
+std::optional<MetaCluster> MetaClusterSeenBy(const NatsServer& server) {
+  if (!server.running()) return std::nullopt;
+  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
+  if (!jsz.ok() || jsz->status != 200) return std::nullopt;
+  rapidjson::Document doc;
+  doc.Parse(jsz->body.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
+  auto meta = doc.FindMember("meta_cluster");
+  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return std::nullopt;
+  MetaCluster out;
+  auto leader = meta->value.FindMember("leader");
+  if (leader != meta->value.MemberEnd() && leader->value.IsString()) {
+    out.leader = leader->value.GetString();
+  }
+  auto size = meta->value.FindMember("cluster_size");
+  if (size != meta->value.MemberEnd() && size->value.IsInt()) out.size = size->value.GetInt();
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& options) {
@@ -65,33 +91,13 @@ size_t NatsCluster::IndexOf(const std::string& name) const {
 }
 
 std::string NatsCluster::MetaLeaderSeenBy(size_t index) const {
-  const NatsServer& server = *members_.at(index);
-  if (!server.running()) return "";
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
-  if (!jsz.ok() || jsz->status != 200) return "";
-  rapidjson::Document doc;
-  doc.Parse(jsz->body.c_str());
-  if (doc.HasParseError() || !doc.IsObject()) return "";
-  auto meta = doc.FindMember("meta_cluster");
-  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return "";
-  auto leader = meta->value.FindMember("leader");
-  if (leader == meta->value.MemberEnd() || !leader->value.IsString()) return "";
-  return leader->value.GetString();
+  const std::optional<MetaCluster> meta = MetaClusterSeenBy(*members_.at(index));
+  return meta ? meta->leader : "";
 }
 
 std::optional<int> NatsCluster::MetaSizeSeenBy(size_t index) const {
-  const NatsServer& server = *members_.at(index);
-  if (!server.running()) return std::nullopt;
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
-  if (!jsz.ok() || jsz->status != 200) return std::nullopt;
-  rapidjson::Document doc;
-  doc.Parse(jsz->body.c_str());
-  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
-  auto meta = doc.FindMember("meta_cluster");
-  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return std::nullopt;
-  auto size = meta->value.FindMember("cluster_size");
-  if (size == meta->value.MemberEnd() || !size->value.IsInt()) return std::nullopt;
-  return size->value.GetInt();
+  const std::optional<MetaCluster> meta = MetaClusterSeenBy(*members_.at(index));
+  return meta ? meta->size : std::nullopt;
 }
 
 bool NatsCluster::AgreeOnMetaLeader() const {
