@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -44,28 +45,132 @@ constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 
 enum class Persist { kKeepAlive, kClose };
 
+using Clock = std::chrono::steady_clock;
+
+// What admission knows of a connection: whether it is idle, that is, has not delivered a whole
+// request (it is in its TLS handshake, waiting for or reading a request, or lingering after an
+// error reply), and how to close it from another thread. A connection that is handling a
+// request or writing its reply is busy and never evicted.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual void Evict() = 0;  // any thread: the close is posted onto the connection's strand
+
+  void SetIdle(bool idle) {
+    if (idle) idle_since_.store(Clock::now().time_since_epoch().count());
+    idle_.store(idle);
+  }
+  bool idle() const { return idle_.load(); }
+  Clock::rep idle_since() const { return idle_since_.load(); }
+
+ private:
+  std::atomic<bool> idle_{true};
+  std::atomic<Clock::rep> idle_since_{Clock::now().time_since_epoch().count()};
+};
+
+// Every admitted connection, so that the caps hold and a full listener can make room.
+//
+// At max_connections (or at max_connections_per_client for one address), a new connection
+// evicts the connection in that scope that has been idle longest; it is refused only when every
+// connection in scope is busy. So connections that never send a request (or dribble one) cannot
+// keep a probe out, whatever their number and addresses: a probe sends its request at once and
+// is busy within microseconds, while the flood's connections are older and idle. What cannot be
+// evicted is bounded: a handler that blocks (POST /reconcile) by the loop's waiting limit, a
+// reply by write_timeout.
+struct AdmissionEntry;
+
+class Admissions {
+ public:
+  using Slot = std::list<AdmissionEntry>::iterator;
+
+  explicit Admissions(const HttpServerOptions& options) : options_(options) {}
+
+  // Admits `connection` from `client` (evicting as above); false when refused. On success
+  // `*slot` is where Leave finds it.
+  bool Admit(const std::shared_ptr<Connection>& connection, const std::string& client,
+             std::optional<Slot>* slot);
+  // Idempotent; `*slot` is cleared (an evicted connection has already left).
+  void Leave(std::optional<Slot>* slot);
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+  }
+
+ private:
+  // The entry idle longest among those of `client` (or all, when `client` is null), if any.
+  std::optional<Slot> IdlestLocked(const std::string* client);
+  void EraseLocked(Slot slot);
+
+  const HttpServerOptions& options_;
+  mutable std::mutex mutex_;
+  std::list<AdmissionEntry> entries_;                   // guarded by mutex_
+  std::unordered_map<std::string, size_t> per_client_;  // guarded by mutex_
+};
+
+struct AdmissionEntry {
+  std::weak_ptr<Connection> connection;
+  std::optional<Admissions::Slot>* slot;  // the connection's own handle; guarded by the mutex
+  std::string client;
+};
+
+std::optional<Admissions::Slot> Admissions::IdlestLocked(const std::string* client) {
+  std::optional<Slot> idlest;
+  Clock::rep since = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (client != nullptr && it->client != *client) continue;
+    std::shared_ptr<Connection> connection = it->connection.lock();
+    if (!connection || !connection->idle()) continue;  // expired: its destructor is leaving
+    if (!idlest || connection->idle_since() < since) {
+      idlest = it;
+      since = connection->idle_since();
+    }
+  }
+  return idlest;
+}
+
+void Admissions::EraseLocked(Slot slot) {
+  *slot->slot = std::nullopt;
+  auto count = per_client_.find(slot->client);
+  if (count != per_client_.end() && --count->second == 0) per_client_.erase(count);
+  entries_.erase(slot);
+}
+
+bool Admissions::Admit(const std::shared_ptr<Connection>& connection, const std::string& client,
+                       std::optional<Slot>* slot) {
+  std::shared_ptr<Connection> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::optional<Slot> victim;
+    auto count = per_client_.find(client);
+    if (count != per_client_.end() && count->second >= options_.max_connections_per_client) {
+      victim = IdlestLocked(&client);
+      if (!victim) return false;
+    } else if (entries_.size() >= options_.max_connections) {
+      victim = IdlestLocked(nullptr);
+      if (!victim) return false;
+    }
+    if (victim) {
+      evicted = (*victim)->connection.lock();
+      EraseLocked(*victim);
+    }
+    entries_.push_back({connection, slot, client});
+    *slot = std::prev(entries_.end());
+    ++per_client_[client];
+  }
+  if (evicted) evicted->Evict();
+  return true;
+}
+
+void Admissions::Leave(std::optional<Slot>* slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (*slot) EraseLocked(**slot);
+}
+
 struct Shared {
-  Shared(const HttpState& s, HttpServerOptions o) : state(s), options(o) {}
+  Shared(const HttpState& s, HttpServerOptions o) : state(s), options(o), admissions(options) {}
   const HttpState& state;
   const HttpServerOptions options;
-  std::atomic<size_t> connections{0};
-
-  // Connections per client address, so that one client cannot hold the whole cap (and with it
-  // the probes). Admit: false when this address is at max_connections_per_client.
-  bool Admit(const std::string& client) {
-    std::lock_guard<std::mutex> lock(clients_mutex);
-    size_t& count = per_client[client];
-    if (count >= options.max_connections_per_client) return false;
-    ++count;
-    return true;
-  }
-  void Leave(const std::string& client) {
-    std::lock_guard<std::mutex> lock(clients_mutex);
-    auto it = per_client.find(client);
-    if (it != per_client.end() && --it->second == 0) per_client.erase(it);
-  }
-  std::mutex clients_mutex;
-  std::unordered_map<std::string, size_t> per_client;  // guarded by clients_mutex
+  Admissions admissions;
 };
 
 // OpenSSL refused the handshake because the client spoke plain HTTP.
@@ -76,23 +181,27 @@ bool IsPlainHttp(const beast::error_code& ec) {
 
 // One connection, plain (PlainStream) or TLS (TlsStream). Runs on its own strand.
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
   // `context`: the TLS credentials for this connection (null for plain HTTP).
-  // `client`: the peer's address, already admitted (Shared::Admit); left on destruction.
   Session(tcp::socket&& socket, std::shared_ptr<ssl::context> context,
-          std::shared_ptr<Shared> shared, std::string client)
+          std::shared_ptr<Shared> shared)
       : context_(std::move(context)),
         stream_(MakeStream(std::move(socket), context_.get())),
-        shared_(std::move(shared)),
-        client_(std::move(client)) {
-    ++shared_->connections;
+        shared_(std::move(shared)) {}
+  ~Session() override { shared_->admissions.Leave(&slot_); }
+
+  // Admits this connection from `client` (Admissions::Admit); false: refused, and closed.
+  bool Admit(const std::string& client) {
+    if (shared_->admissions.Admit(this->shared_from_this(), client, &slot_)) return true;
+    Close();
+    return false;
   }
-  ~Session() {
-    shared_->Leave(client_);
-    --shared_->connections;
+
+  void Evict() override {
+    net::post(Tcp().get_executor(), [self = this->shared_from_this()] { self->Close(); });
   }
 
   void Run() {
@@ -147,6 +256,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // The header first, within header_timeout (a connection that sends no request, or dribbles
   // it, is cut off soon), then the body within what is left of read_timeout.
   void Read() {
+    SetIdle(true);
     parser_.emplace();
     ApplyLimits(*parser_, shared_->options);
     read_deadline_ = std::chrono::steady_clock::now() + shared_->options.read_timeout;
@@ -164,6 +274,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void OnRead(beast::error_code ec, size_t) {
+    SetIdle(false);
     if (ec) {
       std::optional<HttpReply> rejection = RejectionFor(ec);
       if (!rejection) return Close();  // end of stream, read timeout, reset
@@ -208,6 +319,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   // Closes gracefully within kLingerTime in all: TLS sends its close_notify first.
   void Linger() {
+    SetIdle(true);
     Tcp().expires_after(kLingerTime);
     if constexpr (kTls) {
       stream_.async_shutdown(
@@ -241,7 +353,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::shared_ptr<ssl::context> context_;  // declared first: outlives the stream that uses it
   Stream stream_;
   std::shared_ptr<Shared> shared_;
-  const std::string client_;
+  std::optional<Admissions::Slot> slot_;  // guarded by the admissions' mutex
   std::chrono::steady_clock::time_point read_deadline_{};
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
@@ -273,18 +385,14 @@ struct HttpServer::Impl {
       }
       beast::error_code peer_ec;
       const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
-      std::string client = peer_ec ? std::string("?") : peer.address().to_string();
-      if (shared->connections.load() >= shared->options.max_connections || !shared->Admit(client)) {
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else if (shared->options.tls) {
-        std::make_shared<Session<TlsStream>>(std::move(socket), shared->options.tls->Current(),
-                                             shared, std::move(client))
-            ->Run();
+      const std::string client = peer_ec ? std::string("?") : peer.address().to_string();
+      if (shared->options.tls) {
+        auto session = std::make_shared<Session<TlsStream>>(
+            std::move(socket), shared->options.tls->Current(), shared);
+        if (session->Admit(client)) session->Run();
       } else {
-        std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared,
-                                               std::move(client))
-            ->Run();
+        auto session = std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared);
+        if (session->Admit(client)) session->Run();
       }
       Accept();
     });

@@ -13,8 +13,12 @@
 // Per connection: a read deadline (a slow or silent client is cut off; others are served
 // meanwhile), a header limit and a body limit (413 for a body, 431 for headers over the limit),
 // 400 for a malformed request, then the connection is closed; keep-alive otherwise. At most
-// `max_connections` connections at once, and `max_connections_per_client` from one address;
-// more are closed on accept. The header must arrive within `header_timeout`.
+// `max_connections` connections at once, and `max_connections_per_client` from one address.
+// At a cap, a new connection evicts the connection in that scope that has waited longest
+// without delivering a whole request (idle, dribbling, kept alive after a reply); it is closed
+// on accept only when every connection in scope is busy (a handler running, a reply being
+// written). So probes are answered whatever idle clients do. The header must arrive within
+// `header_timeout`.
 //
 // Threads: `threads` I/O threads run every connection (each on its own strand). A handler that
 // blocks (POST /reconcile waits for a pass) holds one of them, so `threads` must exceed the
@@ -54,8 +58,8 @@ struct HttpServerOptions {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 48 * 1024;  // header + body at most 64 KiB
   size_t max_connections = 256;
-  // Connections from one client address at once; more are closed on accept. One client cannot
-  // take the whole cap, so the kubelet's probes (from the node's address) are still answered.
+  // Connections from one client address at once (eviction as above). One client cannot take
+  // the whole cap with busy connections.
   size_t max_connections_per_client = 64;
   int threads = 4;
   // Null: plain HTTP. Otherwise HTTPS with these (reloadable) credentials, shared with the

@@ -462,6 +462,23 @@ TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entr
 
 // ---------- item 3: probes are answered whatever other clients do ----------
 
+// Probes /healthz and /readyz in turn, `probes` times, every 250 ms, each with the chart's
+// probe timeout (5 s); the number answered 200, and the last failure in `last`.
+int ProbesAnswered(const DaemonProcess& daemon, int probes, std::string* last) {
+  int answered = 0;
+  for (int i = 0; i < probes; ++i) {
+    auto probe = daemon.Get(i % 2 == 0 ? "/healthz" : "/readyz", seconds(5));
+    if (probe.ok() && probe->status == 200) {
+      ++answered;
+    } else {
+      *last = probe.ok() ? std::to_string(probe->status) + " " + probe->body
+                         : probe.status().ToString();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return answered;
+}
+
 TEST_CASE("300 idle and 200 slow clients from one address: every probe is still answered",
           "[faults][integration][daemon][http][server]") {
   HealFixture f;
@@ -469,19 +486,24 @@ TEST_CASE("300 idle and 200 slow clients from one address: every probe is still 
   Flood flood(f.daemon->port(), 300, 200);
   // Let the flood fill what it can (it reopens whatever the daemon closes).
   REQUIRE(WaitFor([&] { return flood.reopened() >= 500; }, seconds(30)));
-  int answered = 0;
   std::string last;
   constexpr int kProbes = 40;
-  for (int i = 0; i < kProbes; ++i) {
-    auto probe = f.daemon->Get(i % 2 == 0 ? "/healthz" : "/readyz", seconds(5));
-    if (probe.ok() && probe->status == 200) {
-      ++answered;
-    } else {
-      last = probe.ok() ? std::to_string(probe->status) + " " + probe->body
-                        : probe.status().ToString();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
+  const int answered = ProbesAnswered(*f.daemon, kProbes, &last);
+  INFO(last);
+  CHECK(answered == kProbes);
+}
+
+// 25 connections from each of 20 addresses: no address reaches its cap of 64, but together
+// they are twice the listener's cap of 256.
+TEST_CASE("300 idle and 200 slow clients from 20 addresses: every probe is still answered",
+          "[faults][integration][daemon][http][server]") {
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  Flood flood(f.daemon->port(), 300, 200, 20);
+  REQUIRE(WaitFor([&] { return flood.reopened() >= 500; }, seconds(30)));
+  std::string last;
+  constexpr int kProbes = 40;
+  const int answered = ProbesAnswered(*f.daemon, kProbes, &last);
   INFO(last);
   CHECK(answered == kProbes);
 }

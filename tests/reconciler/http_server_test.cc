@@ -235,26 +235,72 @@ TEST_CASE("A POST /reconcile waiting for its pass does not block other requests"
   CHECK(forced->status == 200);
 }
 
-TEST_CASE("Connections over the limit are closed at once", "[http]") {
+TEST_CASE("At the cap, busy connections are kept and a new one is closed at once", "[http]") {
   BlockingState state;
   HttpServerOptions options;
   options.max_connections = 2;
   auto server = StartServer(state, options);
-  auto a = std::make_unique<RawClient>(server->port());
-  auto b = std::make_unique<RawClient>(server->port());
-  // Both are accepted (they hold sessions) once a request on each has been answered.
-  a->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-  b->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-  REQUIRE(WaitFor([&] {
-    auto probe = observers::HttpGet(Url(*server, "/healthz"), milliseconds(500));
-    return !probe.ok();
-  }));
-  a.reset();
-  b.reset();
+  state.Block();
+  // Two forced passes wait in their handlers: both connections are busy.
+  auto first =
+      std::async(std::launch::async, [&] { return PostWithToken(*server, "/reconcile", kToken); });
+  auto second =
+      std::async(std::launch::async, [&] { return PostWithToken(*server, "/reconcile", kToken); });
+  REQUIRE(WaitFor([&] { return state.forcing() == 2; }));
+  CHECK_FALSE(observers::HttpGet(Url(*server, "/healthz"), milliseconds(500)).ok());
+  state.Unblock();
+  REQUIRE(first.get().ok());
+  REQUIRE(second.get().ok());
   REQUIRE(WaitFor([&] {
     auto probe = observers::HttpGet(Url(*server, "/healthz"), milliseconds(500));
     return probe.ok() && probe->status == 200;
   }));
+}
+
+TEST_CASE("At the cap, the connection idle longest makes room for a new one", "[http]") {
+  BlockingState state;
+  HttpServerOptions options;
+  options.max_connections = 3;
+  auto server = StartServer(state, options);
+  // `oldest` sent nothing; `answered` was answered and waits, kept alive, for another request;
+  // `dribbling` is half-way through its request line. All three are idle.
+  RawClient oldest(server->port());
+  RawClient answered(server->port());
+  answered.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  RawClient dribbling(server->port());
+  dribbling.Send("GET /metr");
+  // Each new probe evicts the idlest: first `oldest`, then the others in their turn; every
+  // probe is answered.
+  for (int i = 0; i < 3; ++i) {
+    Result<observers::HttpResponse> probe =
+        observers::HttpGet(Url(*server, "/readyz"), kClientTimeout);
+    REQUIRE(probe.ok());
+    CHECK(probe->status == 200);
+  }
+  oldest.ReadUntilClosed();
+  CHECK(oldest.closed());
+}
+
+TEST_CASE("One address at its cap evicts its own idle connection, not another's", "[http]") {
+  BlockingState state;
+  HttpServerOptions options;
+  options.max_connections_per_client = 2;
+  auto server = StartServer(state, options);
+  RawClient other(server->port(), std::chrono::seconds(1), "127.0.0.2");
+  other.Send("GET /metr");
+  RawClient first(server->port());
+  RawClient second(server->port());
+  second.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  // A third connection from 127.0.0.1 evicts `first` (idle longest of that address).
+  Result<observers::HttpResponse> probe =
+      observers::HttpGet(Url(*server, "/healthz"), kClientTimeout);
+  REQUIRE(probe.ok());
+  CHECK(probe->status == 200);
+  first.ReadUntilClosed();
+  CHECK(first.closed());
+  // 127.0.0.2's connection is still open: it finishes its request and is answered.
+  other.Send("ics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(StatusOf(other.ReadUntilClosed()) == 200);
 }
 
 TEST_CASE("Stop closes the listener", "[http]") {

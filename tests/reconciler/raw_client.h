@@ -19,12 +19,18 @@ namespace mesh::reconciler::test {
 
 class RawClient {
  public:
-  // Connects to 127.0.0.1:`port`; each receive waits at most `receive_timeout`.
-  explicit RawClient(int port, std::chrono::seconds receive_timeout = std::chrono::seconds(5))
+  // Connects to 127.0.0.1:`port` from `source` (another loopback address, such as 127.0.0.2,
+  // stands for another client); each receive waits at most `receive_timeout`.
+  explicit RawClient(int port, std::chrono::seconds receive_timeout = std::chrono::seconds(5),
+                     const char* source = "127.0.0.1")
       : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     REQUIRE(fd_ >= 0);
     timeval tv{static_cast<time_t>(receive_timeout.count()), 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    REQUIRE(inet_pton(AF_INET, source, &from.sin_addr) == 1);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));

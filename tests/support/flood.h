@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -22,12 +23,16 @@
 namespace mesh::testing {
 
 // Holds `idle` connections that send nothing and `slow` ones that send a request one byte at a
-// time, all from 127.0.0.2, to 127.0.0.1:`port`; whatever the server closes is opened again.
+// time to 127.0.0.1:`port`, from `addresses` source addresses (127.0.0.2, 127.0.0.3, ...; the
+// sockets are dealt out in turn); whatever the server closes is opened again.
 class Flood {
  public:
-  Flood(int port, int idle, int slow) : port_(port) {
+  Flood(int port, int idle, int slow, int addresses = 1) : port_(port) {
     sockets_.resize(static_cast<size_t>(idle + slow), Socket{});
-    for (size_t i = static_cast<size_t>(idle); i < sockets_.size(); ++i) sockets_[i].slow = true;
+    for (size_t i = 0; i < sockets_.size(); ++i) {
+      sockets_[i].source = 0x7f000002u + static_cast<uint32_t>(i % static_cast<size_t>(addresses));
+      sockets_[i].slow = i >= static_cast<size_t>(idle);
+    }
     thread_ = std::thread([this] { Run(); });
   }
   ~Flood() {
@@ -44,12 +49,13 @@ class Flood {
     int fd = -1;
     size_t sent = 0;
     bool slow = false;
+    uint32_t source = 0x7f000002u;  // host order
   };
-  int Open() const {
+  int Open(uint32_t source_address) const {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in source{};
     source.sin_family = AF_INET;
-    source.sin_addr.s_addr = htonl(0x7f000002);  // 127.0.0.2
+    source.sin_addr.s_addr = htonl(source_address);
     sockaddr_in target{};
     target.sin_family = AF_INET;
     target.sin_port = htons(static_cast<uint16_t>(port_));
@@ -76,7 +82,7 @@ class Flood {
           }
         }
         if (s.fd < 0) {
-          s.fd = Open();
+          s.fd = Open(s.source);
           s.sent = 0;
           ++reopened_;
           continue;
