@@ -59,7 +59,7 @@ double Percentile(std::vector<double> values, double p) {
 
 struct Probed {
   int asked = 0;
-  int answered = 0;  // 200 within the timeout
+  int answered = 0;            // 200 within the timeout
   std::vector<double> millis;  // of the answered ones
   std::string last_failure;
 };
@@ -78,8 +78,8 @@ Probed Probe(const DaemonProcess& daemon, const std::vector<std::string>& paths,
       ++out.answered;
       out.millis.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     } else {
-      out.last_failure = path + ": " +
-                         (reply.ok() ? std::to_string(reply->status) : reply.status().ToString());
+      out.last_failure =
+          path + ": " + (reply.ok() ? std::to_string(reply->status) : reply.status().ToString());
     }
     std::this_thread::sleep_until(start + period);
   }
@@ -109,8 +109,8 @@ void Measure(const DaemonProcess& daemon, const std::string& what, std::chrono::
   Row(what + ": probe p50", Fixed(Percentile(probes.millis, 50), "ms"), "");
   Row(what + ": probe p99", Fixed(Percentile(probes.millis, 99), "ms"), "");
   Row(what + ": probe max",
-      Fixed(probes.millis.empty() ? -1 : *std::max_element(probes.millis.begin(),
-                                                             probes.millis.end()),
+      Fixed(probes.millis.empty() ? -1
+                                  : *std::max_element(probes.millis.begin(), probes.millis.end()),
             "ms"),
       "< 1000 ms");
   Row(what + ": /metrics scrapes answered 200",
@@ -119,10 +119,10 @@ void Measure(const DaemonProcess& daemon, const std::string& what, std::chrono::
     Row(what + ": flood connections closed by the daemon",
         std::to_string(flood->reopened() - reopened_before), "");
   }
-  if (!probes.last_failure.empty()) std::printf("%s: last failed probe: %s\n", what.c_str(),
-                                                probes.last_failure.c_str());
-  if (!scrapes.last_failure.empty()) std::printf("%s: last failed scrape: %s\n", what.c_str(),
-                                                 scrapes.last_failure.c_str());
+  if (!probes.last_failure.empty())
+    std::printf("%s: last failed probe: %s\n", what.c_str(), probes.last_failure.c_str());
+  if (!scrapes.last_failure.empty())
+    std::printf("%s: last failed scrape: %s\n", what.c_str(), scrapes.last_failure.c_str());
 }
 
 }  // namespace
@@ -148,10 +148,16 @@ int main(int argc, char** argv) {
   server_options.users_conf = *users_conf;
   auto server = mesh::testing::NatsServer::Start(server_options);
   auto daemon = DaemonProcess::Start(
-      {"--records", records_path, "--bus", server->url(), "--user", mesh::testing::kBenchUser,
-       "--users-file", server->users_file(), "--pid-file", server->pid_file(), "--monitor",
-       server->monitor_url(), "--bcrypt-cost", std::to_string(mesh::testing::kBenchCost),
-       "--token-file", token_path, "--interval", "10s", "--log-level", "warn"},
+      {"--records",     records_path,
+       "--bus",         server->url(),
+       "--user",        mesh::testing::kBenchUser,
+       "--users-file",  server->users_file(),
+       "--pid-file",    server->pid_file(),
+       "--monitor",     server->monitor_url(),
+       "--bcrypt-cost", std::to_string(mesh::testing::kBenchCost),
+       "--token-file",  token_path,
+       "--interval",    "10s",
+       "--log-level",   "warn"},
       {std::string("MESH_RECONCILER_PASSWORD=") + mesh::testing::kBenchPassword});
   const bool ready = WaitFor(
       [&] {

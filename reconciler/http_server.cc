@@ -387,8 +387,8 @@ struct HttpServer::Impl {
       const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
       const std::string client = peer_ec ? std::string("?") : peer.address().to_string();
       if (shared->options.tls) {
-        auto session = std::make_shared<Session<TlsStream>>(
-            std::move(socket), shared->options.tls->Current(), shared);
+        auto session = std::make_shared<Session<TlsStream>>(std::move(socket),
+                                                            shared->options.tls->Current(), shared);
         if (session->Admit(client)) session->Run();
       } else {
         auto session = std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared);

@@ -14,8 +14,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
