@@ -14,7 +14,6 @@
 //      password is hashed again in the background): streams first, the users file when
 //      hashing ends.
 // A plain main() printing a table. Usage: restart_bench
-#include <rapidjson/document.h>
 
 #include <algorithm>
 #include <chrono>
@@ -255,16 +254,9 @@ int main() {
   // When the server itself holds every desired stream and consumer (its /jsz counts): the
   // moment the mesh is back, before the pass re-observes everything and finishes.
   auto all_on_server = [&] {
-    auto jsz = mesh::observers::HttpGet(server->monitor_url() + "/jsz", std::chrono::seconds(2));
-    if (!jsz.ok() || jsz->status != 200) return false;
-    rapidjson::Document doc;
-    doc.Parse(jsz->body.c_str());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("streams") ||
-        !doc.HasMember("consumers") || !doc["streams"].IsUint64() || !doc["consumers"].IsUint64()) {
-      return false;
-    }
-    return doc["streams"].GetUint64() >= desired->streams.size() &&
-           doc["consumers"].GetUint64() >= desired->consumers.size();
+    const std::optional<mesh::testing::Jsz> jsz = mesh::testing::JszOf(*server);
+    return jsz && jsz->streams >= static_cast<int64_t>(desired->streams.size()) &&
+           jsz->consumers >= static_cast<int64_t>(desired->consumers.size());
   };
   auto missing = [](DaemonProcess& d, const char* kind) {
     return d.Metric(std::string("mesh_drift_objects{kind=\"") + kind + "\",state=\"missing\"}")

@@ -1,7 +1,5 @@
 #include "tests/support/nats_cluster.h"
 
-#include <rapidjson/document.h>
-
 #include <set>
 #include <stdexcept>
 
@@ -26,22 +24,9 @@ struct MetaCluster {
 };
 
 std::optional<MetaCluster> MetaClusterSeenBy(const NatsServer& server) {
-  if (!server.running()) return std::nullopt;
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", kProbeTimeout);
-  if (!jsz.ok() || jsz->status != 200) return std::nullopt;
-  rapidjson::Document doc;
-  doc.Parse(jsz->body.c_str());
-  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
-  auto meta = doc.FindMember("meta_cluster");
-  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return std::nullopt;
-  MetaCluster out;
-  auto leader = meta->value.FindMember("leader");
-  if (leader != meta->value.MemberEnd() && leader->value.IsString()) {
-    out.leader = leader->value.GetString();
-  }
-  auto size = meta->value.FindMember("cluster_size");
-  if (size != meta->value.MemberEnd() && size->value.IsInt()) out.size = size->value.GetInt();
-  return out;
+  const std::optional<Jsz> jsz = JszOf(server);
+  if (!jsz || !jsz->has_meta) return std::nullopt;
+  return MetaCluster{jsz->meta_leader, jsz->meta_size};
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <rapidjson/document.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -444,12 +445,35 @@ std::string NatsServer::main_config() const {
   return dir_ + "/nats.conf";
 }
 
+std::optional<Jsz> JszOf(const NatsServer& server) {
+  if (!server.running()) return std::nullopt;
+  auto reply = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
+  if (!reply.ok() || reply->status != 200) return std::nullopt;
+  rapidjson::Document doc;
+  doc.Parse(reply->body.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
+  Jsz out;
+  for (auto [name, field] : {std::pair{"streams", &out.streams}, {"consumers", &out.consumers}}) {
+    auto it = doc.FindMember(name);
+    if (it != doc.MemberEnd() && it->value.IsInt64()) *field = it->value.GetInt64();
+  }
+  auto meta = doc.FindMember("meta_cluster");
+  if (meta != doc.MemberEnd() && meta->value.IsObject()) {
+    out.has_meta = true;
+    auto leader = meta->value.FindMember("leader");
+    if (leader != meta->value.MemberEnd() && leader->value.IsString()) {
+      out.meta_leader = leader->value.GetString();
+    }
+    auto size = meta->value.FindMember("cluster_size");
+    if (size != meta->value.MemberEnd() && size->value.IsInt())
+      out.meta_size = size->value.GetInt();
+  }
+  return out;
+}
+
 int StreamsOnServer(const NatsServer& server) {
-  auto jsz = observers::HttpGet(server.monitor_url() + "/jsz", std::chrono::seconds(2));
-  if (!jsz.ok() || jsz->status != 200) return -1;
-  const std::string key = "\"streams\": ";
-  const size_t at = jsz->body.find(key);
-  return at == std::string::npos ? -1 : std::stoi(jsz->body.substr(at + key.size()));
+  const std::optional<Jsz> jsz = JszOf(server);
+  return jsz ? static_cast<int>(jsz->streams) : -1;
 }
 
 }  // namespace mesh::testing

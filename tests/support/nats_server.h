@@ -9,8 +9,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,6 +108,18 @@ class NatsServer {
   int monitor_port_ = 0;
   pid_t pid_ = -1;
 };
+
+// What the monitoring endpoint's /jsz says: the server's stream and consumer counts and, in a
+// cluster, its view of the JetStream meta group.
+struct Jsz {
+  int64_t streams = 0;
+  int64_t consumers = 0;
+  bool has_meta = false;         // a meta_cluster object was reported (clustered)
+  std::string meta_leader;       // empty when it names none
+  std::optional<int> meta_size;  // meta_cluster.cluster_size, when reported
+};
+// nullopt when the server is stopped, does not answer, or answers something else than JSON.
+std::optional<Jsz> JszOf(const NatsServer& server);
 
 // The monitoring endpoint's stream count (from /jsz), or -1 when it does not answer.
 int StreamsOnServer(const NatsServer& server);
