@@ -245,17 +245,34 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   // Both keep trying, round after round: a holds again once the bucket has a new
   // leader, and b never holds meanwhile.
   int rounds = 0;
+  int b_held = 0;
+  std::string first_b_hold;  // the rounds' states when b first held, for the failure message
+  std::string last_a;
+  const auto killed = LeaseClock::now();
+  auto describe = [](const LeaseState& s) {
+    return std::string(ToString(s.role)) + " holder=" + s.holder +
+           " revision=" + std::to_string(s.revision) + " error=" + s.error;
+  };
   const bool held_again = mesh::testing::WaitFor(
       [&] {
         LeaseState mine = a.Round(a_connection.get(), cluster_size, LeaseClock::now());
         LeaseState other = b.Round(b_connection.get(), cluster_size, LeaseClock::now());
-        CHECK(other.role != LeaseRole::kHolder);
+        last_a = describe(mine);
+        if (other.role == LeaseRole::kHolder && b_held++ == 0) {
+          first_b_hold =
+              "round " + std::to_string(rounds) + ", " +
+              std::to_string(
+                  std::chrono::duration_cast<milliseconds>(LeaseClock::now() - killed).count()) +
+              " ms after the kill: a " + describe(mine) + "; b " + describe(other);
+        }
         ++rounds;
         return mine.role == LeaseRole::kHolder;
       },
       seconds(60));
+  INFO(rounds << " rounds; the last of a: " << last_a);
+  INFO("b held in " << b_held << " rounds; first: " << first_b_hold);
+  CHECK(b_held == 0);
   CHECK(held_again);
-  INFO(rounds << " rounds");
   CHECK(ViewBucket(**admin).leader != mesh.cluster().ServerName(victim));
 }
 
