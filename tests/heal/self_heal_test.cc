@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/bench_identity.h"
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
 #include "reconciler/pass.h"
@@ -458,6 +459,68 @@ TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entr
   CHECK(holder->log().find("abandoning the pass in flight") == std::string::npos);
   CHECK(taken);
   CHECK(standby->Terminate(seconds(10)) == 0);
+}
+
+// ---------- issue 14 item 5: a holder whose lease is taken stops applying mid-pass ----------
+
+TEST_CASE("A holder whose lease is taken during its long first pass stops applying the rest",
+          "[faults][integration][daemon][lease][server]") {
+  // The Large mesh on an empty store: the first pass creates 623 streams and 3,526 consumers,
+  // 256 actions a chunk, for seconds; with a 2 s interval the lease is checked every 500 ms.
+  const std::string records =
+      mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Large()));
+  auto desired = mesh::testing::BenchDesired(records);
+  REQUIRE(desired.ok());
+  const auto all_consumers = static_cast<int64_t>(desired->consumers.size());
+  LiveMesh mesh(records);
+  const Settings s = mesh.PassSettings();
+  auto daemon = DaemonProcess::Start(
+      {"--records", s.records_path, "--bus", s.bus.urls[0], "--user", s.bus.user, "--users-file",
+       s.users_file, "--pid-file", s.pid_file, "--monitor", s.monitor_url, "--bcrypt-cost",
+       std::to_string(kCheapCost), "--interval", "2s", "--lease"},
+      {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+  auto consumers = [&] {
+    const std::optional<mesh::testing::Jsz> jsz = mesh::testing::JszOf(*mesh.server);
+    return jsz ? jsz->consumers : -1;
+  };
+  // Its first pass that holds the lease is creating consumers.
+  REQUIRE(WaitFor([&] { return consumers() > 0; }, seconds(120)));
+
+  // Another instance takes the lease (a plain write, as after our entry aged out) and keeps it.
+  auto intruder = observers::BusConnection::Connect(s.bus);
+  REQUIRE(intruder.ok());
+  std::atomic<bool> stop{false};
+  std::thread keeper([&] {
+    while (!stop) {
+      (*intruder)->Request({"$KV.mesh_reconciler_lease.holder", "intruder-0000000f"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const bool lapsed = WaitFor(
+      [&] {
+        return daemon->log().find("lease lapsed during the pass: not applying the rest") !=
+               std::string::npos;
+      },
+      seconds(30));
+  // The pass stops sending: what is on the server stays short of the desired count while the
+  // intruder holds (two lease rounds and more).
+  const int64_t after_lapse =
+      WaitFor([&] { return daemon->Metric(kLeaseHolder) == 0; }, seconds(30)) ? consumers() : -1;
+  const bool grew = WaitFor([&] { return consumers() != after_lapse; }, seconds(2));
+  stop = true;
+  keeper.join();
+  const std::string log = daemon->log();
+  INFO(log.substr(log.size() > 20000 ? log.size() - 20000 : 0));
+  REQUIRE(lapsed);
+  CHECK(after_lapse > 0);
+  CHECK(after_lapse < all_consumers);
+  CHECK_FALSE(grew);
+  CHECK(log.find("outcome=skipped") != std::string::npos);
+  CHECK(log.find("no longer holds the lease") != std::string::npos);
+
+  // The intruder's entry ages out; the daemon takes the lease back and finishes.
+  CHECK(WaitFor([&] { return consumers() == all_consumers; }, seconds(120)));
+  CHECK(daemon->Terminate(seconds(30)) == 0);
 }
 
 // ---------- item 3: probes are answered whatever other clients do ----------
