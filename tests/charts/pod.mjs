@@ -1,18 +1,23 @@
-// Lays out the chart's StatefulSet pod (its first replica) on this machine, so that the
-// containers' own commands can run on loopback:
+// Lays out one pod of the chart's StatefulSet (the first replica, or --ordinal N) on this
+// machine, so that the containers' own commands can run on loopback:
 //   - every volume of the pod becomes a folder ROOT/<mountPath> (Secrets and ConfigMaps are
 //     written out from the rendered manifests, emptyDirs and claim templates are empty);
 //   - every container gets a launcher ROOT/run/<container>.sh that runs its command and args
 //     with its environment (literal values, fieldRefs, secretKeyRefs resolved from the
 //     manifests) and nothing else from ours but PATH.
 // Absolute paths under a mount point, in args, env values and ConfigMap contents, are mapped to
-// ROOT/<path>; 0.0.0.0 becomes 127.0.0.1. Nothing else is changed: ports are the chart's (render
-// it with free ones). A launcher given arguments runs the container's command with those
+// ROOT/<path>; 0.0.0.0 becomes 127.0.0.1; each --host NAME=ADDRESS replaces the text NAME by
+// ADDRESS (the cluster routes' pod DNS names, which do not resolve here). Nothing else is
+// changed: ports are the chart's (render it with free ones; one rendering per pod when several
+// run side by side). A launcher given arguments runs the container's command with those
 // instead of its args (like `kubectl exec -c NAME -- COMMAND ARGS`, paths mapped).
 //
 // Usage: node tests/charts/pod.mjs RENDERED.yaml --root DIR --bin NAME=PATH... [--extra FILE...]
-//   --bin    what each container's command[0] runs here (mesh-reconciler=..., nats-server=...)
-//   --extra  more manifests (e.g. a TLS Secret that the chart only names)
+//                                  [--ordinal N] [--host NAME=ADDRESS...]
+//   --bin      what each container's command[0] runs here (mesh-reconciler=..., nats-server=...)
+//   --extra    more manifests (e.g. a TLS Secret that the chart only names)
+//   --ordinal  which replica this is (its pod name <statefulset>-N; default 0)
+//   --host     a text to replace, e.g. POD.HEADLESS.NS.svc.cluster.local:6222=127.0.0.1:16222
 // Prints the pod name and each launcher.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,7 +33,7 @@ function escapeRegExp(text) {
 }
 
 function parseArgs(argv) {
-  const options = { bins: {}, extra: [] };
+  const options = { bins: {}, extra: [], ordinal: 0, hosts: [] };
   options.file = argv.shift();
   while (argv.length > 0) {
     const flag = argv.shift();
@@ -39,6 +44,14 @@ function parseArgs(argv) {
       const [name, bin] = value.split('=');
       options.bins[name] = bin;
     } else if (flag === '--extra') options.extra.push(value);
+    else if (flag === '--ordinal') {
+      options.ordinal = Number(value);
+      check(Number.isInteger(options.ordinal) && options.ordinal >= 0, `--ordinal ${value}: not a replica number`);
+    } else if (flag === '--host') {
+      const at = value.indexOf('=');
+      check(at > 0, `--host ${value}: expected NAME=ADDRESS`);
+      options.hosts.push([value.slice(0, at), value.slice(at + 1)]);
+    }
     else check(false, `unknown flag ${flag}`);
   }
   check(options.file && options.root, 'usage: pod.mjs RENDERED.yaml --root DIR --bin NAME=PATH...');
@@ -49,7 +62,8 @@ await main(async (argv) => {
   const options = parseArgs(argv);
   const docs = [options.file, ...options.extra].flatMap((f) => readManifests(f).map((m) => m.doc));
   const { sts, pod } = statefulSet(docs);
-  const podName = `${sts.metadata.name}-0`;
+  check(options.ordinal < (sts.spec.replicas ?? 1), `--ordinal ${options.ordinal}: the StatefulSet has ${sts.spec.replicas ?? 1} replica(s)`);
+  const podName = `${sts.metadata.name}-${options.ordinal}`;
   const namespace = sts.metadata.namespace ?? 'default';
   const containers = allContainers(pod);
   const root = options.root;
@@ -59,8 +73,9 @@ await main(async (argv) => {
     .sort((a, b) => b.length - a.length);
   const pattern = new RegExp(
     `(?<![\\w./-])(${mountPaths.map(escapeRegExp).join('|')})(?=[/"'\\s,;\\]]|$)|0\\.0\\.0\\.0`, 'g');
+  const mapHosts = (text) => options.hosts.reduce((t, [name, address]) => t.replaceAll(name, address), text);
   const mapText = (text) =>
-    mountPaths.length === 0 ? text : text.replace(pattern, (all, mount) => (mount ? `${root}${mount}` : '127.0.0.1'));
+    mapHosts(mountPaths.length === 0 ? text : text.replace(pattern, (all, mount) => (mount ? `${root}${mount}` : '127.0.0.1')));
 
   const lookup = (kind, name) => {
     const doc = docs.find((d) => d.kind === kind && d.metadata?.name === name);

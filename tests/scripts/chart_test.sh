@@ -9,7 +9,11 @@
 #   - the rendered nats.conf is accepted by nats-server (-t), TLS included;
 #   - the chart's own commands work: the StatefulSet's containers, as rendered, run on loopback
 #     (tests/charts/pod.mjs): render-users, nats-server, then `mesh-reconciler run`, which must
-#     reconcile that server; then the on-call commands of NOTES.txt.
+#     reconcile that server; then the on-call commands of NOTES.txt;
+#   - the same for 3 replicas: three pods laid out side by side (ports of their own, the cluster
+#     routes mapped to them), a 3-node cluster, three sidecars with the lease: exactly one holds
+#     it, and a deleted stream is recreated by one sidecar alone (one creation advisory; the
+#     sidecars' logs show one creator).
 #
 # Standalone: bash tests/scripts/chart_test.sh (installs helm and node modules into .tools/
 # through scripts/install-test-tools.sh). The runtime part needs MESH_BINARY (CTest sets it);
@@ -501,6 +505,150 @@ else
       broken="$name"
       keep_work=1
       for log in "$rt/nats.log" "$rt/sidecar.log"; do
+        [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
+      done
+    fi
+  done
+fi
+
+# --- runtime: three replicas on a 3-node cluster, one writer ------------------------------
+# Each pod is rendered with ports of its own (on loopback they share one address) and laid out
+# with its ordinal; the cluster routes' pod DNS names are mapped to the other pods' ports.
+
+rt3="$work/runtime3"
+rt3_pods=(0 1 2)
+rt3_client=() rt3_monitor=() rt3_cluster=() rt3_metrics=()
+nats_request="${MESH_BUILD_DIR:-$(dirname "${MESH_BINARY:-.}")}/mesh-nats-request"
+kSts="mesh-mesh-reconciler"
+kRouteHost="mesh-mesh-reconciler-headless.mesh-test.svc.cluster.local"
+
+rt3_layout() {
+  local ports i j
+  read -ra ports <<<"$(free_ports 12)" || return 1
+  for i in "${rt3_pods[@]}"; do
+    rt3_client[i]="${ports[4 * i]}" rt3_monitor[i]="${ports[4 * i + 1]}"
+    rt3_cluster[i]="${ports[4 * i + 2]}" rt3_metrics[i]="${ports[4 * i + 3]}"
+  done
+  for i in "${rt3_pods[@]}"; do
+    render "$rt3-$i.yaml" "${with_secrets[@]}" --set replicas=3 \
+      --set "nats.ports.client=${rt3_client[i]}" --set "nats.ports.monitor=${rt3_monitor[i]}" \
+      --set "nats.ports.cluster=${rt3_cluster[i]}" --set "reconciler.port=${rt3_metrics[i]}" \
+      --set reconciler.interval=1s || return 1
+    local hosts=()
+    for j in "${rt3_pods[@]}"; do
+      hosts+=(--host "$kSts-$j.$kRouteHost:${rt3_cluster[i]}=127.0.0.1:${rt3_cluster[j]}")
+    done
+    node tests/charts/pod.mjs "$rt3-$i.yaml" --root "$rt3/pod-$i" --ordinal "$i" "${hosts[@]}" \
+      --bin "mesh-reconciler=$MESH_BINARY" --bin "nats-server=$nats_server" || return 1
+    grep -q "MESH_RECONCILER_LEASE='1'" "$rt3/pod-$i/run/mesh-reconciler.sh" ||
+      { echo "pod $i: the sidecar does not run with the lease"; return 1; }
+  done
+  [[ -x "$nats_request" ]] || { echo "no $nats_request: build the mesh-nats-request target"; return 1; }
+}
+
+rt3_cluster_up() {
+  local i
+  for i in "${rt3_pods[@]}"; do
+    "$rt3/pod-$i/run/render-users.sh" >"$rt3/init-$i.log" 2>&1 ||
+      { echo "pod $i: render-users exited $?"; cat "$rt3/init-$i.log"; return 1; }
+  done
+  for i in "${rt3_pods[@]}"; do
+    "$rt3/pod-$i/run/nats.sh" >"$rt3/nats-$i.log" 2>&1 &
+    pids+=("$!")
+  done
+  for i in "${rt3_pods[@]}"; do
+    wait_for 90 http_ok "http://127.0.0.1:${rt3_monitor[i]}/healthz" ||
+      { echo "pod $i: nats-server not healthy"; tail -20 "$rt3/nats-$i.log"; return 1; }
+  done
+  for i in "${rt3_pods[@]}"; do
+    "$rt3/pod-$i/run/mesh-reconciler.sh" >"$rt3/sidecar-$i.log" 2>&1 &
+    pids+=("$!")
+  done
+  for i in "${rt3_pods[@]}"; do
+    wait_for 30 http_ok "http://127.0.0.1:${rt3_metrics[i]}/healthz" ||
+      { echo "pod $i: sidecar /healthz not 200"; tail -20 "$rt3/sidecar-$i.log"; return 1; }
+  done
+  echo "3 nats-servers healthy, 3 sidecars alive"
+}
+
+rt3_holders() {  # prints how many sidecars report mesh_reconciler_lease_holder 1
+  local i body n=0
+  for i in "${rt3_pods[@]}"; do
+    body="$(curl -fsS --max-time 2 "http://127.0.0.1:${rt3_metrics[i]}/metrics")" || return 1
+    grep -Eq '^mesh_reconciler_lease_holder 1(\.0+)?$' <<<"$body" && n=$((n + 1))
+  done
+  echo "$n"
+}
+one_holder_converged() {
+  [[ "$(rt3_holders)" == 1 ]] && "$rt3/pod-0/run/mesh-reconciler.sh" plan >"$rt3/plan.out" 2>&1
+}
+
+rt3_one_writer() {
+  if ! wait_for 120 one_holder_converged; then
+    echo "not one holder and converged within 120 s: holders $(rt3_holders); plan said:"
+    cat "$rt3/plan.out"
+    local i
+    for i in "${rt3_pods[@]}"; do echo "--- sidecar $i"; tail -8 "$rt3/sidecar-$i.log"; done
+    return 1
+  fi
+  echo "one lease holder of three; plan (pod 0, which is not necessarily the holder) exits 0"
+}
+
+stream_back() {
+  MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:${rt3_client[2]}" \
+    '$JS.API.STREAM.INFO.EVENTS' | grep -q '"config"'
+}
+
+rt3_deletion() {
+  local i before=() after=()
+  for i in "${rt3_pods[@]}"; do
+    before[i]="$(grep -c 'action=create_stream name=EVENTS outcome=done' "$rt3/sidecar-$i.log")"
+  done
+  # Count creation advisories from before the deletion to well after the repair (10 s: ten
+  # intervals of every sidecar).
+  MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:${rt3_client[1]}" \
+    --count-for 10 '$JS.EVENT.ADVISORY.STREAM.CREATED.>' >"$rt3/advisories.out" 2>&1 &
+  local counter=$!
+  pids+=("$counter")
+  wait_for 10 grep -q '^subscribed$' "$rt3/advisories.out" || { echo "the counter did not subscribe"; cat "$rt3/advisories.out"; return 1; }
+  MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:${rt3_client[0]}" \
+    '$JS.API.STREAM.DELETE.EVENTS' | grep -q '"success":true' || { echo "could not delete EVENTS"; return 1; }
+  wait_for 30 stream_back || { echo "EVENTS was not recreated within 30 s"; return 1; }
+  wait "$counter"
+  local created
+  created="$(grep -c '^\$JS.EVENT.ADVISORY.STREAM.CREATED.EVENTS$' "$rt3/advisories.out")"
+  local creators=0
+  for i in "${rt3_pods[@]}"; do
+    after[i]="$(grep -c 'action=create_stream name=EVENTS outcome=done' "$rt3/sidecar-$i.log")"
+    ((after[i] > before[i])) && creators=$((creators + 1))
+  done
+  echo "creation advisories for EVENTS: $created; sidecars that created it: $creators"
+  [[ "$created" == 1 && "$creators" == 1 ]] || { cat "$rt3/advisories.out"; return 1; }
+}
+
+runtime3_steps=(
+  "rt3_layout:runtime, 3 replicas: lay out three pods (own ports, routes mapped), each sidecar with the lease"
+  "rt3_cluster_up:runtime, 3 replicas: init containers, a 3-node nats cluster, three sidecars"
+  "rt3_one_writer:runtime, 3 replicas: exactly one sidecar holds the lease, and the bus converges"
+  "rt3_deletion:runtime, 3 replicas: a deleted stream is recreated once (one advisory, one creator)"
+)
+
+if [[ -z "${MESH_BINARY:-}" ]]; then
+  for entry in "${runtime3_steps[@]}"; do skip_test "${entry#*:}" "MESH_BINARY is not set"; done
+else
+  broken=""
+  for entry in "${runtime3_steps[@]}"; do
+    name="${entry#*:}"
+    if [[ -n "$broken" ]]; then
+      skip_test "$name" "needs: $broken"
+      continue
+    fi
+    before=$failed
+    run_test "$name" "${entry%%:*}"
+    if ((failed > before)); then
+      broken="$name"
+      keep_work=1
+      for log in "$rt3"/nats-*.log "$rt3"/sidecar-*.log; do
         [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
       done
     fi

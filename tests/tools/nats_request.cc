@@ -3,6 +3,10 @@
 // NATS CLI in Debian 12.
 //
 //   mesh-nats-request --bus nats://127.0.0.1:4222 --user U --password-file F SUBJECT [PAYLOAD]
+//   mesh-nats-request --bus ... --count-for SECONDS SUBJECT
+//       subscribes to SUBJECT (wildcards allowed), prints "subscribed" once the server has the
+//       interest, then after SECONDS one line per message received (its subject) and last
+//       "count N". For shell tests that count advisories.
 //
 // The password comes from a file (or MESH_RECONCILER_PASSWORD), never from the command line.
 #include <nats/nats.h>
@@ -31,6 +35,7 @@ int Fail(const std::string& what, natsStatus status) {
 
 int main(int argc, char** argv) {
   std::string bus, user = "mesh-reconciler", password_file, subject, payload;
+  int count_for_seconds = -1;  // >= 0: count messages on SUBJECT instead of a request
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -40,6 +45,8 @@ int main(int argc, char** argv) {
       user = next();
     else if (arg == "--password-file")
       password_file = next();
+    else if (arg == "--count-for")
+      count_for_seconds = std::atoi(next().c_str());
     else if (subject.empty())
       subject = arg;
     else
@@ -48,7 +55,7 @@ int main(int argc, char** argv) {
   if (bus.empty() || subject.empty()) {
     std::fprintf(stderr,
                  "usage: mesh-nats-request --bus URL [--user U] [--password-file F] SUBJECT "
-                 "[PAYLOAD]\n");
+                 "[PAYLOAD]\n       mesh-nats-request --bus URL ... --count-for SECONDS SUBJECT\n");
     return 64;
   }
   std::string password;
@@ -74,6 +81,31 @@ int main(int argc, char** argv) {
     return Fail("cannot connect to " + bus, s);
   }
   ConnectionPtr connection(raw_connection, natsConnection_Destroy);
+  if (count_for_seconds >= 0) {
+    natsSubscription* raw_sub = nullptr;
+    if (natsStatus s = natsConnection_SubscribeSync(&raw_sub, connection.get(), subject.c_str());
+        s != NATS_OK) {
+      return Fail("subscribe " + subject, s);
+    }
+    std::unique_ptr<natsSubscription, decltype(&natsSubscription_Destroy)> sub(
+        raw_sub, natsSubscription_Destroy);
+    if (natsStatus s = natsConnection_Flush(connection.get()); s != NATS_OK) {
+      return Fail("flush", s);
+    }
+    std::printf("subscribed\n");
+    std::fflush(stdout);
+    const int64_t deadline = nats_Now() + int64_t{count_for_seconds} * 1000;
+    int count = 0;
+    for (int64_t left = deadline - nats_Now(); left > 0; left = deadline - nats_Now()) {
+      natsMsg* raw_msg = nullptr;
+      if (natsSubscription_NextMsg(&raw_msg, sub.get(), left) != NATS_OK) continue;
+      MsgPtr msg(raw_msg, natsMsg_Destroy);
+      std::printf("%s\n", natsMsg_GetSubject(msg.get()));
+      ++count;
+    }
+    std::printf("count %d\n", count);
+    return 0;
+  }
   natsMsg* raw_reply = nullptr;
   natsStatus s = natsConnection_Request(&raw_reply, connection.get(), subject.c_str(),
                                         payload.data(), static_cast<int>(payload.size()), 5000);
