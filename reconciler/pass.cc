@@ -688,9 +688,12 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
 
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   last_lease_round = Clock::now();
-  const LeaseRole before = lease->lease().state().role;
+  const LeaseState before = lease->lease().state();
   LeaseState state = lease->Round(bus->native_handle(), cluster_size, Clock::now());
-  if (state.role != before) {
+  // A change of role, or a round failing for another reason than the last one: an instance
+  // that cannot reach the lease says why (it starts "unknown", so a first round that fails
+  // would otherwise say nothing), once per reason rather than every round.
+  if (state.role != before.role || state.error != before.error) {
     Log(LogLevel::kInfo, pass_id, "lease",
         {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
   }

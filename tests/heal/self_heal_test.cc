@@ -461,6 +461,26 @@ TEST_CASE("SIGTERM releases the lease: the standby holds it long before the entr
   CHECK(standby->Terminate(seconds(10)) == 0);
 }
 
+TEST_CASE("A --lease daemon that cannot take the lease says why in its log",
+          "[faults][integration][daemon][lease][server]") {
+  // JetStream only (no --users-file): the server's users file is the test's, without the
+  // lease's publish permission, and the daemon cannot add it. Every round fails; its role stays
+  // "unknown", as it starts, so only the failure itself can be logged.
+  LiveMesh mesh(ExampleRecordsJson());
+  const Settings s = mesh.PassSettings();
+  auto daemon =
+      DaemonProcess::Start({"--records", s.records_path, "--bus", s.bus.urls[0], "--user",
+                            s.bus.user, "--monitor", s.monitor_url, "--interval", "2s", "--lease"},
+                           {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword});
+  static const std::regex kLeaseLine(R"(msg=lease role=unknown holder="?"? error="[^"]+")");
+  const bool said =
+      WaitFor([&] { return std::regex_search(daemon->log(), kLeaseLine); }, seconds(60));
+  INFO(daemon->log());
+  CHECK(said);
+  CHECK(daemon->Metric(kLeaseHolder) == 0);
+  CHECK(daemon->Terminate(seconds(30)) == 0);
+}
+
 // ---------- issue 14 item 5: a holder whose lease is taken stops applying mid-pass ----------
 
 TEST_CASE("A holder whose lease is taken during its long first pass stops applying the rest",
