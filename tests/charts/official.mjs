@@ -1,6 +1,6 @@
 // Checks examples/official-nats-chart-values.yaml, the overlay that adds mesh-reconciler to an
-// install of the official NATS chart (nats-io/k8s, helm/charts/nats), as far as that can be done
-// WITHOUT the official chart (which the project does not vendor):
+// install of the official NATS chart (nats-io/k8s, helm/charts/nats), without helm and without
+// the chart (and, with --rendered, on what the official chart itself rendered):
 //   1. the overlay is valid YAML;
 //   2. it names only keys that the official chart's values.yaml has (official-nats-values-keys.txt,
 //      derived from tag nats-1.3.16); below a `merge` or `patch` key the content is free;
@@ -16,10 +16,14 @@
 //      one user, the same MESH_RECONCILER_* settings in both, users scope account);
 //   5. it writes the rendered nats.conf under ROOT (paths mapped), for chart_test.sh to run
 //      `nats-server -t` on it with an account file rendered by the real binary.
-// What this does NOT prove: that the official chart renders the overlay the same way (the
-// stand-in is ours), nor anything a real cluster would show (image, volumes, probes at runtime).
+// With --rendered HELM_OUTPUT.yaml (the official chart itself, rendered by `helm template` with
+// the same values: chart_test.sh uses the vendored copy tests/charts/vendor/nats-1.3.16), step 3
+// takes the pod template of its StatefulSet and the nats.conf of its ConfigMap instead of the
+// stand-in, and steps 4 and 5 check those. What neither proves: anything a real cluster would
+// show (image, volumes, probes at runtime).
 //
 // Usage: node tests/charts/official.mjs OVERLAY.yaml --root DIR [--values MORE.yaml]
+//                                       [--rendered HELM_OUTPUT.yaml]
 import fs from 'node:fs';
 import path from 'node:path';
 import util from 'node:util';
@@ -146,11 +150,13 @@ function mountOf(c, name) {
 await main(async (argv) => {
   const file = argv.shift();
   let root;
+  let rendered;
   const more = [];
   while (argv.length > 0) {
     const flag = argv.shift();
     if (flag === '--root') root = path.resolve(argv.shift());
     else if (flag === '--values') more.push(argv.shift());
+    else if (flag === '--rendered') rendered = argv.shift();
     else check(false, `unknown flag ${flag}`);
   }
   check(file && root, 'usage: official.mjs OVERLAY.yaml --root DIR [--values MORE.yaml]');
@@ -168,13 +174,30 @@ await main(async (argv) => {
   console.log(`keys: ${keyPaths(values).length} key paths, all in ${path.basename(kKeysFile)}`);
   for (const extra of more) values = mergeOverwrite(values, YAML.parse(fs.readFileSync(extra, 'utf8')));
 
-  // 3. Render with the stand-in.
-  let template = standInPodTemplate();
-  let nats = template.spec.containers[0];
-  nats = jsonPatch(mergeOverwrite(nats, values.container?.merge), values.container?.patch);
-  template.spec.containers = [nats, reloader(nats)];
-  template = jsonPatch(mergeOverwrite(template, values.podTemplate?.merge), values.podTemplate?.patch);
-  const pod = template.spec;
+  // 3. Render with the stand-in, or take what the official chart rendered.
+  let pod;
+  let conf;
+  let nats;
+  if (rendered) {
+    const out = YAML.parseAllDocuments(fs.readFileSync(rendered, 'utf8')).map((d) => d.toJS()).filter(isMap);
+    const sts = out.filter((d) => d.kind === 'StatefulSet');
+    check(sts.length === 1, `${rendered}: expected one StatefulSet, found ${sts.length}`);
+    pod = sts[0].spec.template.spec;
+    const configMap = out.find((d) => d.kind === 'ConfigMap' && d.data?.['nats.conf']);
+    check(configMap, `${rendered}: no ConfigMap with nats.conf`);
+    // Loopback paths under ROOT for nats-server -t, as for the stand-in.
+    conf = configMap.data['nats.conf'].replaceAll('"/var/run/nats', `"${root}/var/run/nats`)
+      .replaceAll('"/data"', `"${root}/data"`);
+    console.log(`official chart's render: StatefulSet ${sts[0].metadata.name}, ConfigMap ${configMap.metadata.name}`);
+  } else {
+    let template = standInPodTemplate();
+    nats = template.spec.containers[0];
+    nats = jsonPatch(mergeOverwrite(nats, values.container?.merge), values.container?.patch);
+    template.spec.containers = [nats, reloader(nats)];
+    template = jsonPatch(mergeOverwrite(template, values.podTemplate?.merge), values.podTemplate?.patch);
+    pod = template.spec;
+    conf = natsConf(values.config, root);
+  }
 
   // 4. A valid Pod, wired as the project's chart wires it.
   const { Pod } = requireTool('kubernetes-models/v1/Pod');
@@ -206,7 +229,6 @@ await main(async (argv) => {
   for (const c of Object.values(byName)) check((c.securityContext?.runAsUser ?? uid) === uid, `${c.name} runs as another user`);
 
   // 5. nats.conf, and the include that points at the users file.
-  const conf = natsConf(values.config, root);
   const include = conf.match(/^\s*include\s+(\S+?);?\s*$/m)?.[1];
   check(include, 'nats.conf has no include');
   check(path.posix.resolve(kConfigDir, include) === usersFile, `nats.conf includes ${include}, the reconciler writes ${usersFile}`);
@@ -216,6 +238,6 @@ await main(async (argv) => {
   fs.mkdirSync(`${root}/var/run/nats`, { recursive: true });
   fs.mkdirSync(`${root}/data`, { recursive: true });
   fs.writeFileSync(`${root}${kConfigDir}/nats.conf`, `${conf}\n`);
-  console.log(`stand-in render ok: init container, sidecar, users folder ${usersMount.name}, pid file, uid ${uid}; ` +
+  console.log(`${rendered ? 'official chart' : 'stand-in'} render ok: init container, sidecar, users folder ${usersMount.name}, pid file, uid ${uid}; ` +
               `${root}${kConfigDir}/nats.conf includes ${include}; users file ${root}${usersFile}`);
 });

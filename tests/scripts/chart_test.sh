@@ -266,8 +266,8 @@ notes_name_the_oncall_commands() {
 # only keys of the official values.yaml, rendered by tests/charts/official.mjs's stand-in of that
 # chart's merge/patch mechanism, then `nats-server -t` on the nats.conf it gives, beside the
 # operator's own account, with the mesh's account file rendered by the real binary
-# (--users-scope account; a stub entry when MESH_BINARY is not set). The official chart itself
-# is not run: what that leaves unproven is in docs/kubernetes.md.
+# (--users-scope account; a stub entry when MESH_BINARY is not set). official_chart below runs
+# the official chart itself; what is left unproven is in docs/kubernetes.md.
 official_overlay() {
   local dir="$work/official" users
   node tests/charts/official.mjs examples/official-nats-chart-values.yaml --root "$dir" \
@@ -286,6 +286,30 @@ official_overlay() {
 }
 
 run_test "official NATS chart overlay: valid, documented keys, stand-in render, nats-server -t" official_overlay
+
+# The same overlay through the official chart itself (the vendored release 1.3.16, rendered by
+# helm): the pod and nats.conf it produces are checked as the stand-in's are, and nats-server
+# -t accepts that nats.conf beside the mesh's account file.
+official_chart() {
+  local dir="$work/official-chart" users out="$work/official-chart.yaml"
+  "$helm" template nats tests/charts/vendor/nats-1.3.16 --namespace mesh-test \
+    -f examples/official-nats-chart-values.yaml -f tests/charts/official-own-account.yaml >"$out" || return 1
+  node tests/charts/official.mjs examples/official-nats-chart-values.yaml --root "$dir" \
+    --values tests/charts/official-own-account.yaml --rendered "$out" || return 1
+  users="$dir/etc/nats-users/mesh-account.conf"
+  if [[ -n "${MESH_BINARY:-}" ]]; then
+    MESH_RECONCILER_PASSWORD="$kPassword" "$MESH_BINARY" render-users "$kRecords" --users-scope account \
+      --lease --bcrypt-cost 4 --out "$users" || return 1
+  else
+    # shellcheck disable=SC2016  # a literal bcrypt hash
+    printf 'MESH: { jetstream: enabled, users: [ {user: stub, password: "%s"} ] }\n' \
+      '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$users"
+  fi
+  # The chart's nats.conf names the server from the pod's environment.
+  SERVER_NAME=nats-0 "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
+}
+
+run_test "official NATS chart 1.3.16 itself (vendored) renders the overlay: same wiring, nats-server -t" official_chart
 run_test "helm lint --strict: default values" lint
 run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
