@@ -496,6 +496,7 @@ rt_sigterm() {
   echo "the sidecar stops on SIGTERM with status 0"
 }
 
+# shellcheck disable=SC2034  # read through run_steps' nameref
 runtime_steps=(
   "rt_layout:runtime: lay out the rendered pod (free ports, records and secrets from the manifests)"
   "rt_init:runtime: init container render-users writes the users file (mode 600, hashes only)"
@@ -507,17 +508,25 @@ runtime_steps=(
   "rt_sigterm:runtime: the sidecar stops cleanly on SIGTERM"
 )
 
-if [[ -z "${MESH_BINARY:-}" ]]; then
-  for entry in "${runtime_steps[@]}"; do skip_test "${entry#*:}" "MESH_BINARY is not set"; done
-elif [[ ! -x "$MESH_BINARY" ]]; then
-  for entry in "${runtime_steps[@]}"; do
-    failed=$((failed + 1))
-    echo "not ok - ${entry#*:}"
-  done
-  echo "    MESH_BINARY=$MESH_BINARY is not an executable: build the mesh-reconciler target"
-else
-  broken=""
-  for entry in "${runtime_steps[@]}"; do
+# Runs a chain of steps, each "FUNCTION:NAME", in order: after the first failure the rest are
+# skipped, the work folder is kept and the tails of LOGS (patterns, expanded then) are shown.
+run_steps() {  # run_steps STEPS_ARRAY_NAME LOG_PATTERN...
+  local -n steps="$1"
+  shift
+  local entry name broken="" before pattern log
+  if [[ -z "${MESH_BINARY:-}" ]]; then
+    for entry in "${steps[@]}"; do skip_test "${entry#*:}" "MESH_BINARY is not set"; done
+    return
+  fi
+  if [[ ! -x "$MESH_BINARY" ]]; then
+    for entry in "${steps[@]}"; do
+      failed=$((failed + 1))
+      echo "not ok - ${entry#*:}"
+    done
+    echo "    MESH_BINARY=$MESH_BINARY is not an executable: build the mesh-reconciler target"
+    return
+  fi
+  for entry in "${steps[@]}"; do
     name="${entry#*:}"
     if [[ -n "$broken" ]]; then
       skip_test "$name" "needs: $broken"
@@ -528,12 +537,17 @@ else
     if ((failed > before)); then
       broken="$name"
       keep_work=1
-      for log in "$rt/nats.log" "$rt/sidecar.log"; do
-        [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
+      for pattern in "$@"; do
+        # shellcheck disable=SC2086  # a pattern, expanded here
+        for log in $pattern; do
+          [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
+        done
       done
     fi
   done
-fi
+}
+
+run_steps runtime_steps "$rt/nats.log" "$rt/sidecar.log"
 
 # --- runtime: three replicas on a 3-node cluster, one writer ------------------------------
 # Each pod is rendered with ports of its own (on loopback they share one address) and laid out
@@ -618,11 +632,13 @@ rt3_one_writer() {
   echo "one lease holder of three; plan (pod 0, which is not necessarily the holder) exits 0"
 }
 
+# shellcheck disable=SC2016  # the subjects are literal, $JS included
 stream_back() {
   MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:${rt3_client[2]}" \
     '$JS.API.STREAM.INFO.EVENTS' | grep -q '"config"'
 }
 
+# shellcheck disable=SC2016  # the subjects are literal, $JS included
 rt3_deletion() {
   local i before=() after=()
   for i in "${rt3_pods[@]}"; do
@@ -650,6 +666,7 @@ rt3_deletion() {
   [[ "$created" == 1 && "$creators" == 1 ]] || { cat "$rt3/advisories.out"; return 1; }
 }
 
+# shellcheck disable=SC2034  # read through run_steps' nameref
 runtime3_steps=(
   "rt3_layout:runtime, 3 replicas: lay out three pods (own ports, routes mapped), each sidecar with the lease"
   "rt3_cluster_up:runtime, 3 replicas: init containers, a 3-node nats cluster, three sidecars"
@@ -657,27 +674,7 @@ runtime3_steps=(
   "rt3_deletion:runtime, 3 replicas: a deleted stream is recreated once (one advisory, one creator)"
 )
 
-if [[ -z "${MESH_BINARY:-}" ]]; then
-  for entry in "${runtime3_steps[@]}"; do skip_test "${entry#*:}" "MESH_BINARY is not set"; done
-else
-  broken=""
-  for entry in "${runtime3_steps[@]}"; do
-    name="${entry#*:}"
-    if [[ -n "$broken" ]]; then
-      skip_test "$name" "needs: $broken"
-      continue
-    fi
-    before=$failed
-    run_test "$name" "${entry%%:*}"
-    if ((failed > before)); then
-      broken="$name"
-      keep_work=1
-      for log in "$rt3"/nats-*.log "$rt3"/sidecar-*.log; do
-        [[ -s "$log" ]] && { echo "    --- tail of $log"; tail -15 "$log" | sed 's/^/    /'; }
-      done
-    fi
-  done
-fi
+run_steps runtime3_steps "$rt3/nats-*.log" "$rt3/sidecar-*.log"
 
 echo "chart_test: $passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
