@@ -89,12 +89,9 @@ class Admissions {
   // `*slot` is where Leave finds it.
   bool Admit(const std::shared_ptr<Connection>& connection, const std::string& client,
              std::optional<Slot>* slot);
-  // Idempotent; `*slot` is cleared (an evicted connection has already left).
+  // Idempotent; `*slot` is cleared (an evicted connection has already left). The connection's
+  // destructor calls it first, so an entry's connection is alive while the mutex is held.
   void Leave(std::optional<Slot>* slot);
-  size_t size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return entries_.size();
-  }
 
  private:
   // The entry idle longest among those of `client` (or all, when `client` is null), if any.
@@ -107,8 +104,12 @@ class Admissions {
   std::unordered_map<std::string, size_t> per_client_;  // guarded by mutex_
 };
 
+// Under the mutex an entry's connection is alive (its destructor waits in Leave), so `raw` may
+// be read there. No shared_ptr is released under the mutex: the last one would run the
+// destructor, whose Leave would wait for the mutex held by this very thread.
 struct AdmissionEntry {
-  std::weak_ptr<Connection> connection;
+  Connection* raw;
+  std::weak_ptr<Connection> owner;        // to keep it alive while its close is posted
   std::optional<Admissions::Slot>* slot;  // the connection's own handle; guarded by the mutex
   std::string client;
 };
@@ -118,11 +119,10 @@ std::optional<Admissions::Slot> Admissions::IdlestLocked(const std::string* clie
   Clock::rep since = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (client != nullptr && it->client != *client) continue;
-    std::shared_ptr<Connection> connection = it->connection.lock();
-    if (!connection || !connection->idle()) continue;  // expired: its destructor is leaving
-    if (!idlest || connection->idle_since() < since) {
+    if (!it->raw->idle()) continue;
+    if (!idlest || it->raw->idle_since() < since) {
       idlest = it;
-      since = connection->idle_since();
+      since = it->raw->idle_since();
     }
   }
   return idlest;
@@ -150,14 +150,15 @@ bool Admissions::Admit(const std::shared_ptr<Connection>& connection, const std:
       if (!victim) return false;
     }
     if (victim) {
-      evicted = (*victim)->connection.lock();
+      // Null when its destructor has begun: it is closing anyway, and leaves no slot behind.
+      evicted = (*victim)->owner.lock();
       EraseLocked(*victim);
     }
-    entries_.push_back({connection, slot, client});
+    entries_.push_back({connection.get(), connection, slot, client});
     *slot = std::prev(entries_.end());
     ++per_client_[client];
   }
-  if (evicted) evicted->Evict();
+  if (evicted) evicted->Evict();  // and `evicted` is released here, outside the mutex
   return true;
 }
 
