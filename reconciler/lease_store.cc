@@ -62,9 +62,9 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
     store->handles_->kv.reset(raw_kv);
     if (s != NATS_OK) {
       // Another instance may have created it meanwhile (perhaps with other replicas): use it.
-      const Status create_error = observers::NatsError(
-          s, std::string("lease: create bucket ") + kLeaseBucket + " with " +
-                 std::to_string(config.Replicas) + " replica(s)");
+      const Status create_error =
+          observers::NatsError(s, std::string("lease: create bucket ") + kLeaseBucket + " with " +
+                                      std::to_string(config.Replicas) + " replica(s)");
       s = js_KeyValue(&raw_kv, store->handles_->js.get(), kLeaseBucket);
       store->handles_->kv.reset(raw_kv);
       if (s != NATS_OK) {  // say why it could not be created, not only that it is not there
