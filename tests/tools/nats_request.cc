@@ -5,8 +5,8 @@
 //   mesh-nats-request --bus nats://127.0.0.1:4222 --user U --password-file F SUBJECT [PAYLOAD]
 //   mesh-nats-request --bus ... --count-for SECONDS SUBJECT
 //       subscribes to SUBJECT (wildcards allowed), prints "subscribed" once the server has the
-//       interest, then after SECONDS one line per message received (its subject) and last
-//       "count N". For shell tests that count advisories.
+//       interest, then one line per message received (its subject) until SECONDS have passed,
+//       and last "count N". For shell tests that count advisories.
 //
 // The password comes from a file (or MESH_RECONCILER_PASSWORD), never from the command line.
 #include <nats/nats.h>
