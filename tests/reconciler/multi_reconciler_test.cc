@@ -25,7 +25,9 @@ constexpr char kStreamCreated[] = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
 constexpr char kStreamCreates[] =
     "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
 constexpr int kQuietPasses = 5;  // forced passes per daemon after convergence
-constexpr auto kConvergeDeadline = seconds(90);
+// A forming 2.10.27 cluster may refuse 3-replica placements ("no suitable peers") for over
+// 30 s, and nothing can hold the lease (its bucket has 3 replicas) until it accepts them.
+constexpr auto kConvergeDeadline = seconds(180);
 constexpr auto kRepairDeadline = seconds(60);
 
 // The sum of every sample of metric `name` (all label sets).
