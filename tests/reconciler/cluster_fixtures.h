@@ -16,6 +16,7 @@
 #include "reconciler/pass.h"
 #include "reconciler/settings.h"
 #include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/bus_fixture.h"
 #include "tests/support/nats_cluster.h"
 
 namespace mesh::reconciler::test {
@@ -37,6 +38,11 @@ class ClusterMesh {
     mesh::testing::NatsClusterOptions options;
     options.size = 3;
     options.users_conf = users_conf.empty() ? RenderedUsersConf(records_json) : users_conf;
+    // The reconciler's own user, as the records' rendering or the test support's users file
+    // has it (admin is not in every one).
+    options.probe_users = {{kReconcilerUser, kReconcilerPassword},
+                           {mesh::testing::kReconcilerUser, mesh::testing::kReconcilerPassword},
+                           {"admin", "admin"}};
     cluster_ = mesh::testing::NatsCluster::Start(options);
     desired_ = DesiredFrom(records_json);
   }

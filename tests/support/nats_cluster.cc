@@ -1,14 +1,18 @@
 #include "tests/support/nats_cluster.h"
 
+#include <nats/nats.h>
+
 #include <set>
 #include <stdexcept>
 
 #include "observers/monitor.h"
+#include "tests/support/nats_client.h"
 
 namespace mesh::testing {
 namespace {
 
 constexpr auto kProbeTimeout = std::chrono::seconds(2);
+constexpr auto kPlacementDeadline = std::chrono::seconds(180);
 constexpr size_t kLogTailBytes = 3000;
 
 bool Healthy(const NatsServer& server) {
@@ -51,7 +55,54 @@ std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& option
     cluster->members_.push_back(NatsServer::Start(member));
   }
   cluster->RequireReady();
+  cluster->RequirePlacement(options);
   return cluster;
+}
+
+void NatsCluster::RequirePlacement(const NatsClusterOptions& options) const {
+  if (options.size < 2) return;
+  NatsConnectionPtr connection;
+  std::string refused;
+  for (const auto& [user, password] : options.probe_users) {
+    try {
+      connection = ConnectNats(urls(), user, password);
+      break;
+    } catch (const std::exception& e) {
+      refused += std::string(e.what()) + "; ";
+    }
+  }
+  if (!connection) throw std::runtime_error("placement probe: no probe user connects: " + refused);
+  const std::string name = "FIXTURE_PLACEMENT_PROBE";
+  const std::string config = R"({"name":")" + name +
+                             R"(","subjects":["fixture.placement.probe"],"storage":"memory",)" +
+                             R"("num_replicas":)" + std::to_string(options.size) + "}";
+  std::string last;
+  auto request = [&](const std::string& subject, const std::string& payload) {
+    natsMsg* raw = nullptr;
+    const natsStatus s =
+        natsConnection_Request(&raw, connection.get(), subject.c_str(), payload.data(),
+                               static_cast<int>(payload.size()), 5000);
+    if (s != NATS_OK) return std::string("no answer: ") + natsStatus_GetText(s);
+    std::string reply(natsMsg_GetData(raw), static_cast<size_t>(natsMsg_GetDataLength(raw)));
+    natsMsg_Destroy(raw);
+    return reply;
+  };
+  const bool placed = WaitFor(
+      [&] {
+        last = request("$JS.API.STREAM.CREATE." + name, config);
+        return last.find("\"error\"") == std::string::npos && last.find("no answer") != 0;
+      },
+      kPlacementDeadline);
+  if (!placed) {
+    throw std::runtime_error("the JetStream cluster could not place " +
+                             std::to_string(options.size) + " replicas within " +
+                             std::to_string(kPlacementDeadline.count()) + " s: " + last +
+                             "\nlogs:\n" + LogTails());
+  }
+  const std::string deleted = request("$JS.API.STREAM.DELETE." + name, "");
+  if (deleted.find("\"success\":true") == std::string::npos) {
+    throw std::runtime_error("could not delete the placement probe: " + deleted);
+  }
 }
 
 NatsCluster::~NatsCluster() {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/nats_server.h"
@@ -27,12 +28,18 @@ struct NatsClusterOptions {
   // per pod); empty: NatsServer's default (admin/admin in account MESH).
   std::string users_conf;
   std::string cluster_name = "mesh";
+  // Users with the JetStream API for the placement probe of Start, tried in turn until one
+  // connects (users_conf must have one; NatsServer's default and ReconcilerUsersConf have
+  // admin).
+  std::vector<std::pair<std::string, std::string>> probe_users = {{"admin", "admin"}};
 };
 
 class NatsCluster {
  public:
-  // Starts every member and waits until the cluster is ready. Throws std::runtime_error (with
-  // the members' log tails) when it does not come up: a test failure.
+  // Starts every member and waits until the cluster is ready and can place a stream with one
+  // replica per member (a probe stream, created and deleted: a forming 2.10.27 cluster answered
+  // "no suitable peers for placement" for over 30 s after it was otherwise ready). Throws
+  // std::runtime_error (with the members' log tails) when it does not come up: a test failure.
   static std::unique_ptr<NatsCluster> Start(const NatsClusterOptions& options);
   ~NatsCluster();  // stops every member
 
@@ -71,6 +78,8 @@ class NatsCluster {
   void WipeAllStores();  // every member must be stopped
 
  private:
+  // Start's placement probe (see Start).
+  void RequirePlacement(const NatsClusterOptions& options) const;
   NatsCluster() = default;
   bool AgreeOnMetaLeader() const;  // every running member names the same meta leader
   std::string LogTails() const;
