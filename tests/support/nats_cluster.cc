@@ -55,11 +55,13 @@ std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& option
     cluster->members_.push_back(NatsServer::Start(member));
   }
   cluster->RequireReady();
-  cluster->RequirePlacement(options);
+  cluster->options_ = options;
+  cluster->RequirePlacement();
   return cluster;
 }
 
-void NatsCluster::RequirePlacement(const NatsClusterOptions& options) const {
+void NatsCluster::RequirePlacement() const {
+  const NatsClusterOptions& options = options_;
   if (options.size < 2) return;
   NatsConnectionPtr connection;
   std::string refused;

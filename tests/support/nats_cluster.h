@@ -56,6 +56,10 @@ class NatsCluster {
   bool WaitReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
   // Throws with the members' log tails when the cluster is not ready within `deadline`.
   void RequireReady(std::chrono::milliseconds deadline = std::chrono::seconds(60)) const;
+  // Waits (up to 180 s) until a probe stream with one replica per member can be created, then
+  // deletes it; throws when it cannot. Start does it; so must a test that re-forms the whole
+  // cluster (every member restarted), since 2.10.27 refuses placements for a while then too.
+  void RequirePlacement() const;
   // Weaker, for a member that came back: every running member (it included) names the same
   // meta leader, and member `healthy` answers /healthz ok. (On nats-server 2.9.10 a member
   // restarted after SIGKILL may answer "consumer ... is not current" for minutes while idle
@@ -78,9 +82,8 @@ class NatsCluster {
   void WipeAllStores();  // every member must be stopped
 
  private:
-  // Start's placement probe (see Start).
-  void RequirePlacement(const NatsClusterOptions& options) const;
   NatsCluster() = default;
+  NatsClusterOptions options_;
   bool AgreeOnMetaLeader() const;  // every running member names the same meta leader
   std::string LogTails() const;
 
