@@ -590,23 +590,24 @@ rt3_cluster_up() {
     "$rt3/pod-$i/run/render-users.sh" >"$rt3/init-$i.log" 2>&1 ||
       { echo "pod $i: render-users exited $?"; cat "$rt3/init-$i.log"; return 1; }
   done
-  for i in "${rt3_pods[@]}"; do
-    "$rt3/pod-$i/run/nats.sh" >"$rt3/nats-$i.log" 2>&1 &
-    pids+=("$!")
-  done
-  for i in "${rt3_pods[@]}"; do
-    wait_for 90 http_ok "http://127.0.0.1:${rt3_monitor[i]}/healthz" ||
-      { echo "pod $i: nats-server not healthy"; tail -20 "$rt3/nats-$i.log"; return 1; }
-  done
-  for i in "${rt3_pods[@]}"; do
-    "$rt3/pod-$i/run/mesh-reconciler.sh" >"$rt3/sidecar-$i.log" 2>&1 &
-    pids+=("$!")
-  done
-  for i in "${rt3_pods[@]}"; do
-    wait_for 30 http_ok "http://127.0.0.1:${rt3_metrics[i]}/healthz" ||
-      { echo "pod $i: sidecar /healthz not 200"; tail -20 "$rt3/sidecar-$i.log"; return 1; }
-  done
+  rt3_start_all nats nats 90 rt3_monitor || return 1
+  rt3_start_all mesh-reconciler sidecar 30 rt3_metrics || return 1
   echo "3 nats-servers healthy, 3 sidecars alive"
+}
+
+# Starts CONTAINER in every pod (its output in LOG-<pod>.log), then waits up to SECONDS for
+# each pod's /healthz on its port in the array named PORTS.
+rt3_start_all() {  # CONTAINER LOG SECONDS PORTS
+  local container="$1" log="$2" seconds="$3" i
+  local -n port_of="$4"
+  for i in "${rt3_pods[@]}"; do
+    "$rt3/pod-$i/run/$container.sh" >"$rt3/$log-$i.log" 2>&1 &
+    pids+=("$!")
+  done
+  for i in "${rt3_pods[@]}"; do
+    wait_for "$seconds" http_ok "http://127.0.0.1:${port_of[i]}/healthz" ||
+      { echo "pod $i: $container /healthz not 200"; tail -20 "$rt3/$log-$i.log"; return 1; }
+  done
 }
 
 rt3_holders() {  # prints how many sidecars report mesh_reconciler_lease_holder 1
