@@ -158,8 +158,7 @@ TEST_CASE_METHOD(ConvergedCluster,
   mesh.cluster().StopAll();
   mesh.cluster().WipeAllStores();
   mesh.cluster().StartStopped();
-  mesh.cluster().RequireReady();
-  mesh.cluster().RequirePlacement();  // a re-formed 2.10.27 cluster refuses placements a while
+  mesh.cluster().RequireFormed();
   CHECK(mesh.Observe().streams.empty());
 
   // The reconciler's connection comes back on its own. The first pass that can observe finds

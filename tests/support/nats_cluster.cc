@@ -2,6 +2,8 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+#include <iostream>
 #include <set>
 #include <stdexcept>
 
@@ -12,7 +14,12 @@ namespace mesh::testing {
 namespace {
 
 constexpr auto kProbeTimeout = std::chrono::seconds(2);
-constexpr auto kPlacementDeadline = std::chrono::seconds(180);
+// Once every member is in the meta group, placement follows in about a second.
+constexpr auto kPlacementDeadline = std::chrono::seconds(60);
+// How long a ready cluster may take to count every member in its meta group before the
+// fixture restarts the one left out (a good formation takes under 2 s; see RequireFormed).
+constexpr auto kMembershipGrace = std::chrono::seconds(10);
+constexpr auto kMembershipDeadline = std::chrono::seconds(60);
 constexpr size_t kLogTailBytes = 3000;
 
 bool Healthy(const NatsServer& server) {
@@ -54,10 +61,56 @@ std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& option
     cluster->names_.push_back(member.server_name);
     cluster->members_.push_back(NatsServer::Start(member));
   }
-  cluster->RequireReady();
   cluster->options_ = options;
-  cluster->RequirePlacement();
+  cluster->RequireFormed();
   return cluster;
+}
+
+std::optional<std::vector<size_t>> NatsCluster::OutsideMetaGroup() const {
+  std::string leader;
+  for (size_t i = 0; i < members_.size() && leader.empty(); ++i) {
+    if (members_[i]->running()) leader = MetaLeaderSeenBy(i);
+  }
+  const size_t leader_index = IndexOf(leader);
+  if (leader_index == members_.size()) return std::nullopt;
+  const std::optional<Jsz> view = JszOf(*members_[leader_index]);
+  if (!view || view->meta_leader != leader) return std::nullopt;
+  std::vector<size_t> outside;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (i == leader_index || !members_[i]->running()) continue;
+    if (std::find(view->meta_replicas.begin(), view->meta_replicas.end(), names_[i]) ==
+        view->meta_replicas.end()) {
+      outside.push_back(i);
+    }
+  }
+  return outside;
+}
+
+void NatsCluster::RequireFormed() {
+  RequireReady();
+  std::optional<std::vector<size_t>> outside;
+  auto all_inside = [&] {
+    outside = OutsideMetaGroup();
+    return outside && outside->empty();
+  };
+  if (!WaitFor(all_inside, kMembershipGrace) && outside) {
+    for (size_t index : *outside) {
+      std::cerr << "nats cluster fixture: " << names_[index]
+                << " is ready but outside the JetStream meta group " << kMembershipGrace.count()
+                << " s after forming (the nats-server formation race in nats_cluster.h); "
+                   "restarting it once\n";
+      members_[index]->Restart();
+    }
+    RequireReady();
+  }
+  if (!WaitFor(all_inside, kMembershipDeadline)) {
+    std::string who;
+    for (size_t index : outside.value_or(std::vector<size_t>{})) who += names_[index] + " ";
+    throw std::runtime_error("the JetStream meta group does not count every member (outside: " +
+                             (outside ? who : std::string("no leader's view")) + ")\nlogs:\n" +
+                             LogTails());
+  }
+  RequirePlacement();
 }
 
 void NatsCluster::RequirePlacement() const {

@@ -467,6 +467,16 @@ std::optional<Jsz> JszOf(const NatsServer& server) {
     auto size = meta->value.FindMember("cluster_size");
     if (size != meta->value.MemberEnd() && size->value.IsInt())
       out.meta_size = size->value.GetInt();
+    auto replicas = meta->value.FindMember("replicas");
+    if (replicas != meta->value.MemberEnd() && replicas->value.IsArray()) {
+      for (const auto& replica : replicas->value.GetArray()) {
+        if (!replica.IsObject()) continue;
+        auto name = replica.FindMember("name");
+        if (name != replica.MemberEnd() && name->value.IsString()) {
+          out.meta_replicas.emplace_back(name->value.GetString());
+        }
+      }
+    }
   }
   return out;
 }

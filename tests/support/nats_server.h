@@ -117,6 +117,9 @@ struct Jsz {
   bool has_meta = false;         // a meta_cluster object was reported (clustered)
   std::string meta_leader;       // empty when it names none
   std::optional<int> meta_size;  // meta_cluster.cluster_size, when reported
+  // The leader's view only (meta_cluster.replicas): the other members of the meta group, by
+  // server name. Empty from a follower.
+  std::vector<std::string> meta_replicas;
 };
 // nullopt when the server is stopped, does not answer, or answers something else than JSON.
 std::optional<Jsz> JszOf(const NatsServer& server);
