@@ -26,29 +26,8 @@ else
   request="$(dirname "$MESH_BINARY")/mesh-nats-request"
 fi
 
-# A port on 127.0.0.1 that nobody answers on, from 20000-31999: below the kernel's ephemeral
-# range (32768 up), so no outgoing connection (of a test running beside the demo) can be given
-# it before the server or the daemon binds it.
-free_port() {
-  local port
-  while :; do
-    port=$((20000 + RANDOM % 12000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
-}
-
-# Waits until "$@" succeeds, at most $timeout seconds (polling, not a fixed sleep).
-wait_for() {
-  local timeout="$1"; shift
-  local deadline=$((SECONDS + timeout))
-  until "$@" >/dev/null 2>&1; do
-    [ "$SECONDS" -lt "$deadline" ] || return 1
-    sleep 0.1
-  done
-}
+# shellcheck source=scripts/loopback.sh
+source "$root/scripts/loopback.sh"
 
 demo="${MESH_DEMO_DIR:-$root/run/demo}"
 rm -rf "$demo"
