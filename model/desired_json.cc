@@ -70,6 +70,7 @@ std::string DesiredToJson(const DesiredState& desired, const RenderedUsersFile* 
   Writer w(buffer);
   w.SetIndent(' ', 2);
   w.StartObject();
+  Field(w, "schema", kDesiredSchema);
   Field(w, "mesh", desired.mesh);
   Field(w, "account", desired.account);
   Field(w, "replicas", static_cast<int64_t>(desired.replicas));

@@ -13,7 +13,10 @@
 
 namespace mesh::model {
 
-// Pretty-printed JSON (2-space indent, trailing newline) with the keys "mesh", "account",
+inline constexpr const char* kDesiredSchema = "mesh-reconciler/desired/v1";
+
+// Pretty-printed JSON (2-space indent, trailing newline) with the keys "schema"
+// (kDesiredSchema; docs/schemas/desired.v1.schema.json), "mesh", "account",
 // "replicas", "streams", "consumers" (each with its "ack_permission"), "principals",
 // "without_credential" and, when `users` is given, "users_file".
 std::string DesiredToJson(const DesiredState& desired, const RenderedUsersFile* users = nullptr);

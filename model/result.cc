@@ -2,26 +2,42 @@
 
 namespace mesh {
 
-const char* ErrcName(Errc code) {
-  switch (code) {
-    case Errc::kOk:
-      return "ok";
-    case Errc::kInvalidArgument:
-      return "invalid argument";
-    case Errc::kIo:
-      return "i/o error";
-    case Errc::kTimeout:
-      return "timeout";
-    case Errc::kUnavailable:
-      return "unavailable";
-    case Errc::kRefused:
-      return "refused";
-    case Errc::kUnsatisfiable:
-      return "unsatisfiable";
-    case Errc::kInternal:
-      return "internal error";
+namespace {
+
+struct ErrcNames {
+  Errc code;
+  const char* name;  // for people
+  const char* id;    // for programs
+};
+
+constexpr ErrcNames kErrcNames[] = {
+    {Errc::kOk, "ok", "ok"},
+    {Errc::kInvalidArgument, "invalid argument", "invalid_argument"},
+    {Errc::kIo, "i/o error", "io_error"},
+    {Errc::kTimeout, "timeout", "timeout"},
+    {Errc::kUnavailable, "unavailable", "unavailable"},
+    {Errc::kRefused, "refused", "refused"},
+    {Errc::kUnsatisfiable, "unsatisfiable", "unsatisfiable"},
+    {Errc::kInternal, "internal error", "internal_error"},
+};
+
+const ErrcNames* Find(Errc code) {
+  for (const ErrcNames& names : kErrcNames) {
+    if (names.code == code) return &names;
   }
-  return "unknown";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ErrcName(Errc code) {
+  const ErrcNames* names = Find(code);
+  return names != nullptr ? names->name : "unknown";
+}
+
+const char* ErrcId(Errc code) {
+  const ErrcNames* names = Find(code);
+  return names != nullptr ? names->id : "unknown";
 }
 
 std::string Status::ToString() const {

@@ -23,7 +23,10 @@ enum class Errc {
   kInternal,         // a bug or an unexpected answer
 };
 
+// For people: "invalid argument" (Status::ToString, logs, tables).
 const char* ErrcName(Errc code);
+// For programs: an identifier, "invalid_argument" (JSON outputs; docs/schemas/).
+const char* ErrcId(Errc code);
 
 class Status {
  public:

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "observers/monitor.h"
 #include "reconciler/admin_token.h"
@@ -50,10 +52,12 @@ class DaemonHttpState : public HttpState {
     if (!report.ok()) return report.status();
     return ReportToJson(*report);
   }
-  Result<HoldState> Hold(std::chrono::milliseconds duration) const override {
-    return loop_.Hold(duration);
+  Result<HoldState> Hold(std::chrono::milliseconds duration,
+                         const HoldRequest& request) const override {
+    return loop_.Hold(duration, request);
   }
-  bool Release() const override { return loop_.Release(); }
+  bool Release(const HoldRequest& request) const override { return loop_.Release(request); }
+  HoldState hold_state() const override { return loop_.hold_state(); }
 
  private:
   Loop& loop_;
@@ -186,28 +190,36 @@ const char* const kRunHelp = kRunHelpText.data();
 
 const char* const kHoldHelp =
     R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--ca-file FILE] [--for 30m]
+                            [--reason TEXT]
 
 Asks a running daemon to observe only (report drift, repair nothing) for a while; the hold ends
-on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`.
+on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`. The
+daemon logs who held it (this client's address) and why, and /drift shows both until it ends.
 
   --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
   --token-file FILE       the daemon's admin token
   --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
                           must name the URL's host; without it, the system's CAs
   --for DURATION          how long (e.g. 30m, 2h)
+  --reason TEXT           why, for whoever looks next (at most 200 bytes, no control characters)
+  --json                  print the daemon's answer (docs/schemas/hold.v1.schema.json)
 
 Exit codes: 0 held, 1 error (unreachable daemon, refused token), 64 usage error.
 )";
 
 const char* const kReleaseHelp =
     R"(Usage: mesh-reconciler release --remote URL --token-file FILE [--ca-file FILE]
+                               [--reason TEXT]
 
-Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile.
+Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile. The
+daemon logs who released it and why, beside the hold's own reason.
 
   --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
   --token-file FILE       the daemon's admin token
   --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
                           must name the URL's host; without it, the system's CAs
+  --reason TEXT           why (at most 200 bytes, no control characters)
+  --json                  print the daemon's answer (docs/schemas/release.v1.schema.json)
 
 Exit codes: 0 released (or was not held), 1 error, 64 usage error.
 )";
@@ -326,7 +338,7 @@ int RunRemoteReconcile(Settings& settings) {
 // POSTs `target` to the daemon and parses its 200 answer as a JSON object into `doc`.
 // Returns kExitOk, or the exit code after printing why (usage, transport, refusal, garbage).
 int PostForJson(const Settings& settings, const char* command, const std::string& target,
-                rapidjson::Document& doc) {
+                rapidjson::Document& doc, std::string* body) {
   Result<observers::HttpResponse> response = PostToDaemon(settings, target, kRemoteShortTimeout);
   if (!response.ok()) {
     return IsUsageError(response.status()) ? Usage(command, response.status().message())
@@ -337,22 +349,62 @@ int PostForJson(const Settings& settings, const char* command, const std::string
   if (doc.HasParseError() || !doc.IsObject()) {
     return Fail(command, "unreadable answer from the daemon");
   }
+  *body = std::move(response->body);
   return kExitOk;
 }
+
+namespace {
+
+// RFC 3986 unreserved characters stay, every other byte becomes %XX.
+std::string PercentEncode(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0x0f];
+    }
+  }
+  return out;
+}
+
+// What the daemon would refuse, refused here as a usage error (the daemon says the same).
+std::string ReasonProblem(const std::string& reason) {
+  if (reason.size() > kMaxReasonBytes) {
+    return "--reason: at most " + std::to_string(kMaxReasonBytes) + " bytes";
+  }
+  for (const char c : reason) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) return "--reason: no control characters (newlines, tabs)";
+  }
+  return {};
+}
+
+}  // namespace
 
 int RunHold(Settings& settings) {
   constexpr const char* kCommand = "hold";
   if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
     return Usage(kCommand, "--for: more than 0 and at most 24h");
   }
-  rapidjson::Document doc;
-  if (int code = PostForJson(settings, kCommand,
-                             "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms", doc);
-      code != kExitOk) {
-    return code;
+  if (std::string problem = ReasonProblem(settings.reason); !problem.empty()) {
+    return Usage(kCommand, problem);
   }
+  std::string target = "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms";
+  if (!settings.reason.empty()) target += "&reason=" + PercentEncode(settings.reason);
+  rapidjson::Document doc;
+  std::string body;
+  if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
   if (!doc.HasMember("until") || !doc["until"].IsString()) {
     return Fail(kCommand, "unreadable answer from the daemon");
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(body.c_str(), stdout);  // the daemon's answer: docs/schemas/hold.v1.schema.json
+    return kExitOk;
   }
   std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
               doc["until"].GetString());
@@ -361,10 +413,20 @@ int RunHold(Settings& settings) {
 
 int RunRelease(Settings& settings) {
   constexpr const char* kCommand = "release";
+  if (std::string problem = ReasonProblem(settings.reason); !problem.empty()) {
+    return Usage(kCommand, problem);
+  }
+  std::string target = "/release";
+  if (!settings.reason.empty()) target += "?reason=" + PercentEncode(settings.reason);
   rapidjson::Document doc;
-  if (int code = PostForJson(settings, kCommand, "/release", doc); code != kExitOk) return code;
+  std::string body;
+  if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
   if (!doc.HasMember("was_held") || !doc["was_held"].IsBool()) {
     return Fail(kCommand, "unreadable answer from the daemon");
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(body.c_str(), stdout);  // docs/schemas/release.v1.schema.json
+    return kExitOk;
   }
   std::puts(doc["was_held"].GetBool() ? "released: passes repair again (a pass runs now)"
                                       : "was not held");

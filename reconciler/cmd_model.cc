@@ -1,7 +1,11 @@
 // validate, desired, render-users: the commands that need only the records.
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "model/desired.h"
 #include "model/desired_json.h"
@@ -56,12 +60,13 @@ model::ReconcilerIdentity Identity(const Settings& settings) {
 
 }  // namespace
 
-const char* const kValidateHelp = R"(Usage: mesh-reconciler validate RECORDS [--user NAME]
+const char* const kValidateHelp = R"(Usage: mesh-reconciler validate RECORDS [--user NAME] [--json]
 
 Checks a records file against every rule of the mesh conventions and prints a one-line
 summary (principals, seats, streams, consumers, users). On failure prints every error, each
 with its JSON path, and exits 1.
   --user NAME   the reconciler's own user name, reserved in the records (default mesh-reconciler)
+  --json        the summary or the errors as JSON on stdout (docs/schemas/validation.v1.schema.json)
 )";
 
 const char* const kDesiredHelp = R"(Usage: mesh-reconciler desired RECORDS [--user NAME]
@@ -86,15 +91,92 @@ lease the reconciler's user may also publish to the lease's subject; with the ac
 file is only the mesh's account entry, to include inside your own accounts block.
 )";
 
+namespace {
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+void WriteString(JsonWriter& w, const std::string& text) {
+  w.String(text.c_str(), static_cast<rapidjson::SizeType>(text.size()));
+}
+
+// validate --json: docs/schemas/validation.v1.schema.json. `errors` empty: valid.
+void PrintValidation(const std::string& file, const std::vector<model::ValidationError>& errors,
+                     const model::Records* records, const model::DesiredState* desired,
+                     size_t principals, size_t seats, size_t users) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("schema");
+  w.String(kValidationSchema);
+  w.Key("file");
+  WriteString(w, file);
+  w.Key("valid");
+  w.Bool(errors.empty());
+  w.Key("errors");
+  w.StartArray();
+  for (const model::ValidationError& error : errors) {
+    w.StartObject();
+    w.Key("path");
+    WriteString(w, error.path);
+    w.Key("message");
+    WriteString(w, error.message);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (records != nullptr && desired != nullptr) {
+    w.Key("mesh");
+    WriteString(w, records->mesh);
+    w.Key("principals");
+    w.Uint64(principals);
+    w.Key("seats");
+    w.Uint64(seats);
+    w.Key("streams");
+    w.Uint64(desired->streams.size());
+    w.Key("consumers");
+    w.Uint64(desired->consumers.size());
+    w.Key("users");
+    w.Uint64(users);
+    w.Key("without_credential");
+    w.StartArray();
+    for (const auto& user : desired->without_credential) WriteString(w, user.str());
+    w.EndArray();
+  }
+  w.EndObject();
+  std::printf("%s\n", buffer.GetString());
+}
+
+}  // namespace
+
 int RunValidate(Settings& settings) {
   model::Records records;
-  if (!LoadValid(settings, records, "validate")) return kExitError;
+  const bool json = settings.format == OutputFormat::kJson;
+  if (json) {
+    // Errors in the records are the output (stdout), not a failure to produce it: exit 1 still
+    // says "invalid". A file that cannot be read is a failure of the command (stderr).
+    auto loaded = LoadRecords(RecordsPath(settings), settings.bus.user);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "mesh-reconciler validate: %s\n", loaded.status().message().c_str());
+      return kExitError;
+    }
+    if (!loaded->ok()) {
+      PrintValidation(RecordsPath(settings), loaded->errors, nullptr, nullptr, 0, 0, 0);
+      return kExitError;
+    }
+    records = std::move(loaded->records);
+  } else if (!LoadValid(settings, records, "validate")) {
+    return kExitError;
+  }
   model::DesiredState desired = model::Derive(records, Identity(settings));
   size_t seats = records.roles.size();
   for (const auto& module : records.modules) seats += module.seats.size();
   // Principals of the records, plus the reconciler's own user, which is always rendered.
   size_t principals = 1 + records.nodes.size() + records.modules.size();
   size_t users = desired.principals.size() - desired.without_credential.size();
+  if (json) {
+    PrintValidation(RecordsPath(settings), {}, &records, &desired, principals, seats, users);
+    return kExitOk;
+  }
   std::printf("ok: mesh %s: %zu principals, %zu seats, %zu streams, %zu consumers, %zu users",
               records.mesh.c_str(), principals, seats, desired.streams.size(),
               desired.consumers.size(), users);

@@ -13,12 +13,23 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitDrift = 2;
 inline constexpr int kExitUsage = 64;
 
+// What --json means to a command. Every output a program may read has a schema
+// (docs/schemas/); a command whose output has none refuses --json rather than ignore it.
+enum class JsonOutput {
+  kOnFlag,  // --json switches the output to JSON (a table or a line otherwise)
+  kAlways,  // the output is JSON anyway (desired); --json is accepted
+  kNever,   // not a report (a users file, a daemon's log): --json is a usage error
+};
+
 struct Command {
   const char* name;
   const char* summary;  // one line, for the top-level usage
   const char* help;     // the full --help text
   int (*run)(Settings& settings);
+  JsonOutput json;
 };
+
+inline constexpr const char* kValidationSchema = "mesh-reconciler/validation/v1";
 
 // cmd_model.cc: validate, desired, render-users.
 int RunValidate(Settings& settings);

@@ -1,6 +1,8 @@
 #include "reconciler/http_handler.h"
 
 #include <openssl/crypto.h>
+#include <rapidjson/encodings.h>
+#include <rapidjson/memorystream.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -73,7 +75,37 @@ int StatusForError(const Status& status) {
   }
 }
 
-// "a=1&b=2" -> {a:1, b:2}; nullopt on a repeated key or a key without '='.
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding, '+' as a space (what HTML forms and curl --data-urlencode send); nullopt on
+// a '%' not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+') {
+      out += ' ';
+    } else if (text[i] != '%') {
+      out += text[i];
+    } else {
+      if (i + 2 >= text.size()) return std::nullopt;
+      const int high = HexValue(text[i + 1]);
+      const int low = HexValue(text[i + 2]);
+      if (high < 0 || low < 0) return std::nullopt;
+      out += static_cast<char>(high * 16 + low);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+// "a=1&b=2" -> {a:1, b:2}, keys and values percent-decoded; nullopt on a repeated key, a key
+// without '=', or a bad escape.
 std::optional<std::map<std::string, std::string>> ParseQuery(std::string_view query) {
   std::map<std::string, std::string> params;
   while (!query.empty()) {
@@ -83,11 +115,88 @@ std::optional<std::map<std::string, std::string>> ParseQuery(std::string_view qu
     if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
-    if (!params.emplace(std::string(pair.substr(0, eq)), std::string(pair.substr(eq + 1))).second) {
-      return std::nullopt;
-    }
+    std::optional<std::string> key = PercentDecode(pair.substr(0, eq));
+    std::optional<std::string> value = PercentDecode(pair.substr(eq + 1));
+    if (!key || !value) return std::nullopt;
+    if (!params.emplace(std::move(*key), std::move(*value)).second) return std::nullopt;
   }
   return params;
+}
+
+// Valid UTF-8 (RapidJSON's decoder: shortest forms, no surrogates) without control characters
+// (C0, DEL, C1); what may go into a log line as a person's words.
+bool IsPrintableUtf8(std::string_view text) {
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  while (stream.Tell() < text.size()) {
+    unsigned code = 0;
+    if (!rapidjson::UTF8<>::Decode(stream, &code)) return false;
+    if (code < 0x20 || (code >= 0x7f && code < 0xa0)) return false;
+  }
+  return true;
+}
+
+// The optional reason=R of a hold or release: nullopt and `error` set when it is not acceptable.
+std::optional<std::string> ReasonParam(const std::map<std::string, std::string>& params,
+                                       std::string* error) {
+  auto it = params.find("reason");
+  if (it == params.end()) return std::string();
+  if (it->second.size() > kMaxReasonBytes) {
+    *error = "reason: at most " + std::to_string(kMaxReasonBytes) + " bytes";
+    return std::nullopt;
+  }
+  if (!IsPrintableUtf8(it->second)) {
+    *error = "reason: UTF-8 text without control characters";
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+// `schema`: null inside /drift (the document names its own).
+void WriteHold(rapidjson::Writer<rapidjson::StringBuffer>& writer, const HoldState& hold,
+               const char* schema) {
+  writer.StartObject();
+  if (schema != nullptr) {
+    writer.Key("schema");
+    writer.String(schema);
+  }
+  writer.Key("held");
+  writer.Bool(hold.held);
+  if (hold.held) {
+    writer.Key("until");
+    writer.String(FormatRfc3339Millis(hold.until_unix_ms).c_str());
+    writer.Key("until_unix_ms");
+    writer.Int64(hold.until_unix_ms);
+    writer.Key("reason");
+    writer.String(hold.reason.c_str(), static_cast<rapidjson::SizeType>(hold.reason.size()));
+    writer.Key("by");
+    writer.String(hold.by.c_str(), static_cast<rapidjson::SizeType>(hold.by.size()));
+  }
+  writer.EndObject();
+}
+
+// The last report's JSON object with "hold" (the hold now in force) right after its "schema"
+// member (first when it has none): the report itself is serialised once per pass and shared, the
+// hold is read now.
+std::string WithHold(const std::string& report, const HoldState& hold) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  WriteHold(writer, hold, nullptr);
+  const std::string member = "\"hold\":" + std::string(buffer.GetString(), buffer.GetSize());
+  const size_t open = report.find('{');
+  if (open == std::string::npos) return report;  // not an object: leave it as it is
+  size_t next = open + 1;
+  while (next < report.size() && std::isspace(static_cast<unsigned char>(report[next]))) ++next;
+  if (next < report.size() && report[next] == '}') {
+    return report.substr(0, open + 1) + member + report.substr(open + 1);
+  }
+  if (report.compare(next, 9, "\"schema\":") == 0) {
+    // The schema's value is a plain identifier: no comma inside it.
+    const size_t comma = report.find(',', next);
+    if (comma != std::string::npos) {
+      return report.substr(0, comma + 1) + member + "," + report.substr(comma + 1);
+    }
+  }
+  return report.substr(0, open + 1) + member + "," + report.substr(open + 1);
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -130,35 +239,47 @@ HttpReply Unauthorized() {
 HttpReply HoldReply(const HoldState& hold) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.StartObject();
-  writer.Key("held");
-  writer.Bool(hold.held);
-  writer.Key("until");
-  writer.String(FormatRfc3339Millis(hold.until_unix_ms).c_str());
-  writer.Key("until_unix_ms");
-  writer.Int64(hold.until_unix_ms);
-  writer.EndObject();
+  WriteHold(writer, hold, kHoldSchema);
   return Json(200, std::string(buffer.GetString(), buffer.GetSize()) + "\n");
 }
 
-HttpReply HandleHold(const HttpState& state, std::string_view query) {
+HttpReply HandleHold(const HttpState& state, std::string_view query, const std::string& peer) {
   auto params = ParseQuery(query);
-  if (!params) return JsonError(400, "malformed query; expected ?for=DURATION");
+  if (!params) return JsonError(400, "malformed query; expected ?for=DURATION[&reason=TEXT]");
   auto it = params->find("for");
-  if (it == params->end() || params->size() != 1) {
-    return JsonError(400, "expected exactly one parameter: ?for=DURATION (e.g. 30m)");
+  const size_t expected = 1 + params->count("reason");
+  if (it == params->end() || params->size() != expected) {
+    return JsonError(400, "expected ?for=DURATION (e.g. 30m) and at most a reason=TEXT");
   }
   auto duration = ParseDuration(it->second);
   if (!duration.ok()) return JsonError(400, "for: " + duration.status().message());
   if (duration->count() <= 0 || *duration > kMaxHold) {
     return JsonError(400, "for: a hold lasts more than 0 and at most 24h");
   }
-  auto hold = state.Hold(*duration);
+  std::string error;
+  std::optional<std::string> reason = ReasonParam(*params, &error);
+  if (!reason) return JsonError(400, error);
+  auto hold = state.Hold(*duration, HoldRequest{std::move(*reason), peer});
   if (!hold.ok()) return JsonError(StatusForError(hold.status()), hold.status().message());
   return HoldReply(*hold);
 }
 
-HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_view query) {
+HttpReply HandleRelease(const HttpState& state, std::string_view query, const std::string& peer) {
+  auto params = ParseQuery(query);
+  if (!params) return JsonError(400, "malformed query; expected nothing or ?reason=TEXT");
+  if (params->size() != params->count("reason")) {
+    return JsonError(400, "/release takes at most a reason=TEXT");
+  }
+  std::string error;
+  std::optional<std::string> reason = ReasonParam(*params, &error);
+  if (!reason) return JsonError(400, error);
+  const bool was_held = state.Release(HoldRequest{std::move(*reason), peer});
+  return Json(200, std::string("{\"schema\":\"") + kReleaseSchema +
+                       "\",\"held\":false,\"was_held\":" + (was_held ? "true" : "false") + "}\n");
+}
+
+HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_view query,
+                   const std::string& peer) {
   if (path == "/metrics") {
     HttpReply reply;
     reply.content_type = kMetricsType;
@@ -176,7 +297,7 @@ HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_vi
   if (path == "/drift") {
     auto json = state.LastReportJson();
     if (!json) return JsonError(503, "no pass has finished yet");
-    return Json(200, *json);
+    return Json(200, WithHold(*json, state.hold_state()));
   }
   if (path == "/reconcile") {
     if (!query.empty()) return JsonError(400, "/reconcile takes no parameters");
@@ -184,12 +305,8 @@ HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_vi
     if (!report.ok()) return JsonError(StatusForError(report.status()), report.status().message());
     return Json(200, std::move(*report));
   }
-  if (path == "/hold") return HandleHold(state, query);
-  // "/release"
-  if (!query.empty()) return JsonError(400, "/release takes no parameters");
-  const bool was_held = state.Release();
-  return Json(200,
-              std::string("{\"held\":false,\"was_held\":") + (was_held ? "true" : "false") + "}\n");
+  if (path == "/hold") return HandleHold(state, query, peer);
+  return HandleRelease(state, query, peer);  // "/release"
 }
 
 }  // namespace
@@ -227,7 +344,7 @@ HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
     const std::string_view token = BearerToken(request.authorization);
     if (token.empty() || !TokenMatches(token, *expected)) return Unauthorized();
   }
-  return Dispatch(state, path, query);
+  return Dispatch(state, path, query, request.peer);
 }
 
 }  // namespace mesh::reconciler

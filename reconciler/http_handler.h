@@ -6,12 +6,22 @@
 //   GET  /healthz     200 "ok" while the loop beats; 503 + reason otherwise
 //   GET  /readyz      200 "ready" when records valid, bus reachable and the last pass finished
 //                     ok; 503 + reason otherwise
-//   GET  /drift       the last pass's report as JSON (503 before the first pass)
+//   GET  /drift       the last pass's report as JSON (503 before the first pass), with the hold
+//                     now in force first: "hold":{"held":B[,"until","until_unix_ms","reason","by"]}
 //   POST /reconcile   runs a pass that starts after the request; 200 + its report (JSON);
 //                     504 when none finished in time, 503 when busy or shutting down
-//   POST /hold?for=D  observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
-//                     {"held":true,"until":"<RFC 3339>","until_unix_ms":N}
-//   POST /release     ends a hold; 200 + {"held":false,"was_held":B}
+//   POST /hold?for=D[&reason=R]
+//                     observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
+//                     {"schema":"mesh-reconciler/hold/v1","held":true,"until":"<RFC 3339>",
+//                      "until_unix_ms":N,"reason":R,"by":A}
+//   POST /release[?reason=R]
+//                     ends a hold; 200 + {"schema":"mesh-reconciler/release/v1","held":false,
+//                      "was_held":B}
+//
+// Query values are percent-decoded ('+' is a space). A reason is at most kMaxReasonBytes of
+// UTF-8 text without control characters (it goes into log lines). "by" is the client's address
+// as the listener saw it (HttpRequest::peer): the one token is shared, so the address is what
+// tells one caller from another.
 //
 // Every POST needs "Authorization: Bearer <token>". When no token is configured every POST is
 // refused with 403 (the read-only endpoints stay open): there is no unauthenticated way to
@@ -41,7 +51,12 @@ struct HttpRequest {
   std::string target;         // "/hold?for=30m"
   std::string authorization;  // the Authorization header's value; empty when absent
   std::string body;
+  std::string peer;  // the client's address and port ("127.0.0.1:51234"); empty when unknown
 };
+
+inline constexpr size_t kMaxReasonBytes = 200;
+inline constexpr const char* kHoldSchema = "mesh-reconciler/hold/v1";
+inline constexpr const char* kReleaseSchema = "mesh-reconciler/release/v1";
 
 struct HttpReply {
   int status = 200;
@@ -67,8 +82,10 @@ class HttpState {
   virtual bool TokenFileConfigured() const { return false; }
   // Blocks until a pass that started after the call has finished: that pass's report as JSON.
   virtual Result<std::string> ForcePass() const = 0;
-  virtual Result<HoldState> Hold(std::chrono::milliseconds duration) const = 0;
-  virtual bool Release() const = 0;  // whether a hold was in force
+  virtual Result<HoldState> Hold(std::chrono::milliseconds duration,
+                                 const HoldRequest& request) const = 0;
+  virtual bool Release(const HoldRequest& request) const = 0;  // whether a hold was in force
+  virtual HoldState hold_state() const = 0;                    // the hold now in force
 };
 
 HttpReply HandleRequest(const HttpState& state, const HttpRequest& request);

@@ -17,6 +17,8 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -195,7 +197,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   ~Session() override { shared_->admissions.Leave(&slot_); }
 
   // Admits this connection from `client` (Admissions::Admit); false: refused, and closed.
-  bool Admit(const std::string& client) {
+  // `peer` (address and port) is what the handler is told of the caller.
+  bool Admit(const std::string& client, std::string peer) {
+    peer_ = std::move(peer);
     if (shared_->admissions.Admit(this->shared_from_this(), client, &slot_)) return true;
     Close();
     return false;
@@ -282,7 +286,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       return Write(*rejection, 11, Persist::kClose);
     }
     const auto& message = parser_->get();
-    const HttpRequest request = ToHttpRequest(message);
+    const HttpRequest request = ToHttpRequest(message, peer_);
     HttpReply reply;
     try {
       reply = HandleRequest(shared_->state, request);
@@ -355,6 +359,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   Stream stream_;
   std::shared_ptr<Shared> shared_;
   std::optional<Admissions::Slot> slot_;  // guarded by the admissions' mutex
+  std::string peer_;                      // set by Admit, before Run
   std::chrono::steady_clock::time_point read_deadline_{};
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
@@ -387,13 +392,16 @@ struct HttpServer::Impl {
       beast::error_code peer_ec;
       const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
       const std::string client = peer_ec ? std::string("?") : peer.address().to_string();
+      std::ostringstream peer_text;
+      if (!peer_ec) peer_text << peer;  // 127.0.0.1:51234, [::1]:51234
+      const std::string peer_name = peer_text.str();
       if (shared->options.tls) {
         auto session = std::make_shared<Session<TlsStream>>(std::move(socket),
                                                             shared->options.tls->Current(), shared);
-        if (session->Admit(client)) session->Run();
+        if (session->Admit(client, peer_name)) session->Run();
       } else {
         auto session = std::make_shared<Session<PlainStream>>(std::move(socket), nullptr, shared);
-        if (session->Admit(client)) session->Run();
+        if (session->Admit(client, peer_name)) session->Run();
       }
       Accept();
     });

@@ -25,11 +25,13 @@ inline void ApplyLimits(RequestParser& parser, const HttpServerOptions& options)
   parser.body_limit(options.max_body_bytes);
 }
 
+// `peer`: the client's address and port, as the listener saw them.
 inline HttpRequest ToHttpRequest(
-    const boost::beast::http::request<boost::beast::http::string_body>& message) {
+    const boost::beast::http::request<boost::beast::http::string_body>& message, std::string peer) {
   namespace http = boost::beast::http;
   return HttpRequest{std::string(message.method_string()), std::string(message.target()),
-                     std::string(message[http::field::authorization]), message.body()};
+                     std::string(message[http::field::authorization]), message.body(),
+                     std::move(peer)};
 }
 
 // The reply to a request that could not be read: 413 for a body over the limit, 431 for headers

@@ -239,7 +239,17 @@ Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
   return Status(Errc::kUnavailable, "the reconciler is shutting down");
 }
 
-Result<HoldState> Loop::Hold(std::chrono::milliseconds duration) {
+namespace {
+
+// "none given" rather than an empty value: the log line then reads the same whatever the
+// person typed, and a grep for reason= finds every hold.
+std::string ReasonForLog(const std::string& reason) {
+  return reason.empty() ? std::string("none given") : reason;
+}
+
+}  // namespace
+
+Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldRequest& request) {
   if (duration.count() <= 0 || duration > options_.max_hold) {
     return Status(Errc::kInvalidArgument, "a hold lasts more than 0 and at most " +
                                               std::to_string(options_.max_hold.count() / 3600000) +
@@ -250,31 +260,43 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration) {
     std::lock_guard<std::mutex> lock(mutex_);
     hold_until_ = Clock::now() + duration;
     hold_until_unix_ms_ = UnixMillisNow() + duration.count();
+    hold_request_ = request;
     hold_expiry_pending_ = true;
-    state = {true, hold_until_unix_ms_};
+    state = {true, hold_until_unix_ms_, request.reason, request.by};
     // Under the lock that orders holds and releases: set after it, a release in between could
     // be overtaken and leave the gauge at 1 (silencing the drift alert) while not held.
     if (metrics_ != nullptr) metrics_->SetHeld(true);
   }
   wake_cv_.notify_all();  // the loop's next deadline changed
   Log(LogLevel::kInfo, 0, "held: passes observe only",
-      {{"for_ms", std::to_string(duration.count())},
-       {"until_unix_ms", std::to_string(state.until_unix_ms)}});
+      {{"by", request.by.empty() ? std::string("unknown") : request.by},
+       {"reason", ReasonForLog(request.reason)},
+       {"for_ms", std::to_string(duration.count())},
+       {"until", FormatRfc3339Millis(state.until_unix_ms)}});
   return state;
 }
 
-bool Loop::Release() {
+bool Loop::Release(const HoldRequest& request) {
   bool was_held = false;
+  HoldRequest ended;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     was_held = HeldLocked(Clock::now());
+    ended = std::move(hold_request_);
+    hold_request_ = {};
     hold_until_.reset();
     hold_expiry_pending_ = false;
     if (was_held) pending_ |= Bit(Trigger::kForced);
     if (metrics_ != nullptr) metrics_->SetHeld(false);  // under the lock: see Hold
   }
   wake_cv_.notify_all();
-  if (was_held) Log(LogLevel::kInfo, 0, "released: passes apply again");
+  if (was_held) {
+    Log(LogLevel::kInfo, 0, "released: passes apply again",
+        {{"by", request.by.empty() ? std::string("unknown") : request.by},
+         {"reason", ReasonForLog(request.reason)},
+         {"held_by", ended.by.empty() ? std::string("unknown") : ended.by},
+         {"held_reason", ReasonForLog(ended.reason)}});
+  }
   return was_held;
 }
 
@@ -320,7 +342,7 @@ Readiness Loop::readiness() const {
 HoldState Loop::hold_state() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!HeldLocked(Clock::now())) return {};
-  return {true, hold_until_unix_ms_};
+  return {true, hold_until_unix_ms_, hold_request_.reason, hold_request_.by};
 }
 
 std::shared_ptr<const std::string> Loop::last_report_json() const {
@@ -420,7 +442,10 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
     hold_expiry_pending_ = false;
     pending_ |= Bit(Trigger::kPeriodic);
     if (metrics_ != nullptr) metrics_->SetHeld(false);
-    Log(LogLevel::kInfo, 0, "hold expired: passes apply again");
+    Log(LogLevel::kInfo, 0, "hold expired: passes apply again",
+        {{"held_by", hold_request_.by.empty() ? std::string("unknown") : hold_request_.by},
+         {"held_reason", ReasonForLog(hold_request_.reason)}});
+    hold_request_ = {};
   }
   const bool retry_due = retry_at_ && now >= *retry_at_;
   const bool periodic_due = now >= next_periodic_;

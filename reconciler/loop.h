@@ -137,9 +137,17 @@ struct Readiness {
   std::string reason;  // why not ("records invalid: modules[0].name: ...") or "ready"
 };
 
+// Who asks for a hold or a release, and why: logged, and shown by /drift while held.
+struct HoldRequest {
+  std::string reason;  // as the person gave it (--reason); empty when none was given
+  std::string by;      // the client's address as the listener saw it ("127.0.0.1:51234")
+};
+
 struct HoldState {
   bool held = false;
   int64_t until_unix_ms = 0;  // wall clock, for people; expiry itself uses the steady clock
+  std::string reason;         // the holder's HoldRequest, while held
+  std::string by;
 };
 
 class Loop {
@@ -171,9 +179,11 @@ class Loop {
   Result<PassReport> RequestPass(std::chrono::milliseconds timeout);
   // Holds for `duration` from now (replacing any earlier hold); kInvalidArgument when not
   // positive or longer than max_hold.
-  Result<HoldState> Hold(std::chrono::milliseconds duration);
-  // Ends a hold; returns whether one was in force. Wakes a pass when it was.
-  bool Release();
+  // `request` is logged and kept with the hold.
+  Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request = {});
+  // Ends a hold; returns whether one was in force. Wakes a pass when it was. The log line names
+  // who released and why, and the hold's own reason.
+  bool Release(const HoldRequest& request = {});
 
   // Snapshots.
   Health health() const;
@@ -234,6 +244,7 @@ class Loop {
   int consecutive_failures_ = 0;
   std::optional<Clock::time_point> hold_until_;
   int64_t hold_until_unix_ms_ = 0;
+  HoldRequest hold_request_;          // the holder's, while hold_until_ is set
   bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
   Clock::time_point heartbeat_{};
   bool bus_connected_ = false;

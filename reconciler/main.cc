@@ -15,23 +15,25 @@ namespace {
 
 using mesh::reconciler::Command;
 
+using mesh::reconciler::JsonOutput;
+
 const Command kCommands[] = {
     {"validate", "check a records file and summarise it", mesh::reconciler::kValidateHelp,
-     mesh::reconciler::RunValidate},
+     mesh::reconciler::RunValidate, JsonOutput::kOnFlag},
     {"desired", "print the desired streams, consumers and users as JSON",
-     mesh::reconciler::kDesiredHelp, mesh::reconciler::RunDesired},
+     mesh::reconciler::kDesiredHelp, mesh::reconciler::RunDesired, JsonOutput::kAlways},
     {"render-users", "render the nats-server users file", mesh::reconciler::kRenderUsersHelp,
-     mesh::reconciler::RunRenderUsers},
+     mesh::reconciler::RunRenderUsers, JsonOutput::kNever},
     {"plan", "observe the bus and print the drift and the actions, changing nothing",
-     mesh::reconciler::kPlanHelp, mesh::reconciler::RunPlan},
+     mesh::reconciler::kPlanHelp, mesh::reconciler::RunPlan, JsonOutput::kOnFlag},
     {"reconcile", "one pass now (--once), or ask a running daemon for one (--remote)",
-     mesh::reconciler::kReconcileHelp, mesh::reconciler::RunReconcile},
+     mesh::reconciler::kReconcileHelp, mesh::reconciler::RunReconcile, JsonOutput::kOnFlag},
     {"run", "the daemon: a woken reconcile loop with metrics and admin endpoints",
-     mesh::reconciler::kRunHelp, mesh::reconciler::RunDaemon},
+     mesh::reconciler::kRunHelp, mesh::reconciler::RunDaemon, JsonOutput::kNever},
     {"hold", "ask a running daemon to observe only, for a while", mesh::reconciler::kHoldHelp,
-     mesh::reconciler::RunHold},
+     mesh::reconciler::RunHold, JsonOutput::kOnFlag},
     {"release", "end a hold on a running daemon", mesh::reconciler::kReleaseHelp,
-     mesh::reconciler::RunRelease},
+     mesh::reconciler::RunRelease, JsonOutput::kOnFlag},
 };
 
 void PrintUsage(std::FILE* out) {
@@ -115,6 +117,14 @@ int main(int argc, char** argv) {
   if (settings->help) {
     std::fputs(command->help, stdout);
     return mesh::reconciler::kExitOk;
+  }
+  if (settings->format == mesh::reconciler::OutputFormat::kJson &&
+      command->json == JsonOutput::kNever) {
+    std::fprintf(stderr,
+                 "mesh-reconciler %s: --json: %s prints no report (for its log as JSON: "
+                 "--log-format json)\n(see mesh-reconciler %s --help)\n",
+                 command->name, command->name, command->name);
+    return mesh::reconciler::kExitUsage;
   }
   mesh::reconciler::ConfigureLogging(mesh::reconciler::ParseLogLevel(settings->log_level),
                                      settings->log_format == "json"

@@ -123,12 +123,21 @@ class Reconciler {
 // Readable table of drift and actions (what on-call reads) and its JSON form (/drift,
 // plan --json, POST /reconcile). ReportFromJson reads back what ReportToJson wrote (the remote
 // CLI prints a daemon's answer with FormatReportTable). No secrets in either.
+//
+// Every JSON output names its schema first ("schema": "mesh-reconciler/<kind>/v<major>"), each
+// described by docs/schemas/<kind>.v<major>.schema.json; a reader refuses a major version it
+// does not know. Adding a member is compatible; renaming, removing or retyping one is a new
+// major version.
+inline constexpr const char* kReportSchema = "mesh-reconciler/report/v1";
+inline constexpr const char* kDriftSchema = "mesh-reconciler/drift/v1";
 std::string FormatReportTable(const PassReport& report);
 std::string ReportToJson(const PassReport& report);
-// /drift: `last` as ReportToJson writes it, and, when given, the last failed pass (a pass that
-// could not plan, or with a failed action) under the key "last_failed" in the same form, so that
-// what a failed pass did outlives the passes after it.
+// /drift: `last` as ReportToJson writes it (under kDriftSchema), and, when given, the last failed
+// pass (a pass that could not plan, or with a failed action) under the key "last_failed" in the
+// same form, so that what a failed pass did outlives the passes after it.
 std::string DriftToJson(const PassReport& last, const PassReport* last_failed);
+// Reads a report (kReportSchema; kDriftSchema, whose own members it ignores; or no schema: a
+// daemon older than the contract); another schema is refused with its name.
 Result<PassReport> ReportFromJson(const std::string& json);
 
 }  // namespace mesh::reconciler

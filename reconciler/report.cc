@@ -454,7 +454,7 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   w.Key("status");
   w.StartObject();
   BoolField(w, "ok", report.status.ok());
-  Field(w, "code", ErrcName(report.status.code()));
+  Field(w, "code", ErrcId(report.status.code()));
   Field(w, "message", report.status.message());
   w.EndObject();
   BoolField(w, "converged", report.converged());
@@ -505,15 +505,14 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
 
 }  // namespace
 
-std::string ReportToJson(const PassReport& report) {
-  return DriftToJson(report, nullptr);
-}
+namespace {
 
-std::string DriftToJson(const PassReport& last, const PassReport* last_failed) {
+std::string ReportJson(const char* schema, const PassReport& last, const PassReport* last_failed) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.SetIndent(' ', 2);
   w.StartObject();
+  Field(w, "schema", schema);
   WriteReportMembers(w, last);
   if (last_failed != nullptr) {
     w.Key("last_failed");
@@ -526,11 +525,31 @@ std::string DriftToJson(const PassReport& last, const PassReport* last_failed) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+}  // namespace
+
+std::string ReportToJson(const PassReport& report) {
+  return ReportJson(kReportSchema, report, nullptr);
+}
+
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed) {
+  return ReportJson(kDriftSchema, last, last_failed);
+}
+
 Result<PassReport> ReportFromJson(const std::string& json) {
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     return Status(Errc::kInvalidArgument, "a pass report must be a JSON object");
+  }
+  if (auto schema = doc.FindMember("schema"); schema != doc.MemberEnd()) {
+    const std::string_view name =
+        schema->value.IsString() ? std::string_view(schema->value.GetString()) : "";
+    if (name != kReportSchema && name != kDriftSchema) {
+      return Status(Errc::kInvalidArgument,
+                    std::string("a pass report of another schema (") +
+                        (schema->value.IsString() ? schema->value.GetString() : "not a string") +
+                        "); this reads " + kReportSchema + " and " + kDriftSchema);
+    }
   }
   Reader r;
   PassReport report;
@@ -539,7 +558,16 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   report.mode = r.Enum(doc, "mode", "$", ApplyMode::kObserveOnly, ModeName);
   report.held = r.Bool(doc, "held", "$");
   if (const rapidjson::Value* status = r.Member(doc, "status", "$")) {
-    const Errc code = r.Enum(*status, "code", "$.status", Errc::kInternal, ErrcName);
+    // ErrcId; ErrcName as a daemon older than the contract wrote it.
+    const std::string text = r.Str(*status, "code", "$.status");
+    Errc code = Errc::kInternal;
+    if (auto id = FromName<Errc>(text, Errc::kInternal, ErrcId)) {
+      code = *id;
+    } else if (auto name = FromName<Errc>(text, Errc::kInternal, ErrcName)) {
+      code = *name;
+    } else if (r.ok()) {
+      r.Fail("$.status.code: unknown value \"" + text + "\"");
+    }
     std::string message = r.Str(*status, "message", "$.status");
     if (code != Errc::kOk) report.status = Status(code, std::move(message));
   }

@@ -188,6 +188,9 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.hold_for = *d;
           return {};
         }}},
+      {"reason",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.reason, v); }}},
       {"once",
        {FlagKind::kSwitch,
         [](Settings& s, const std::string&) {

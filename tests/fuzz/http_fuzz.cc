@@ -149,7 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
     const auto& message = parser.get();
-    CheckReply(state, mesh::reconciler::ToHttpRequest(message));
+    CheckReply(state, mesh::reconciler::ToHttpRequest(message, "127.0.0.1:1"));
     if (!message.keep_alive() || left == 0) return 0;
   }
 }

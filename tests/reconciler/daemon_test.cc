@@ -395,12 +395,27 @@ TEST_CASE("While held a deleted stream is left alone, after release it is repair
   f.WaitConverged();
 
   std::vector<std::string> hold = f.Remote("hold");
-  hold.insert(hold.end(), {"--for", "10m"});
+  hold.insert(hold.end(), {"--for", "10m", "--reason", "restore SEAT_intake from backup"});
   CliResult held = RunCli(hold);
   INFO(held.output);
   REQUIRE(held.exit_code == 0);
   CHECK(held.output.find("held until ") == 0);
   CHECK(f.Metric("mesh_reconciler_held") == 1);
+  // Who held it (the CLI's loopback address) and why: in the log and in /drift.
+  CHECK(std::regex_search(f.daemon_->log(),
+                          std::regex(R"(msg="held: passes observe only" by=127\.0\.0\.1:\d+ )"
+                                     R"(reason="restore SEAT_intake from backup" for_ms=600000 )"
+                                     R"(until=\d{4}-\d\d-\d\dT)")));
+  auto drift_held = f.daemon_->Get("/drift");
+  REQUIRE(drift_held.ok());
+  rapidjson::Document drift_doc;
+  drift_doc.Parse(drift_held->body.c_str());
+  REQUIRE(drift_doc.IsObject());
+  REQUIRE(drift_doc.HasMember("hold"));
+  CHECK(drift_doc["hold"]["held"].GetBool());
+  CHECK(std::string(drift_doc["hold"]["reason"].GetString()) == "restore SEAT_intake from backup");
+  CHECK(std::string(drift_doc["hold"]["by"].GetString()).rfind("127.0.0.1:", 0) == 0);
+  CHECK(drift_doc["hold"]["until_unix_ms"].GetInt64() > 0);
 
   f.DeleteStream("SEAT_intake");
   // The advisory wakes an observe-only pass: the drift shows, nothing is repaired.
@@ -420,15 +435,37 @@ TEST_CASE("While held a deleted stream is left alone, after release it is repair
   CHECK(refused.output.find("401") != std::string::npos);
   CHECK(f.Metric("mesh_reconciler_held") == 1);
 
-  CliResult released = RunCli(f.Remote("release"));
+  std::vector<std::string> release = f.Remote("release");
+  release.insert(release.end(), {"--reason", "backup restored"});
+  CliResult released = RunCli(release);
   INFO(released.output);
   REQUIRE(released.exit_code == 0);
+  CHECK(std::regex_search(f.daemon_->log(),
+                          std::regex(R"(msg="released: passes apply again" by=127\.0\.0\.1:\d+ )"
+                                     R"(reason="backup restored" held_by=127\.0\.0\.1:\d+ )"
+                                     R"(held_reason="restore SEAT_intake from backup")")));
   REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_intake"); }, kRepairDeadline));
   REQUIRE(WaitFor([&] { return f.Metric(kStreamsMissing) == 0; }));
   CHECK(f.Metric("mesh_reconciler_held") == 0);
   CliResult converged = RunCli(f.Remote("reconcile"));
   INFO(converged.output);
   CHECK(converged.exit_code == 0);
+  auto drift_free = f.daemon_->Get("/drift");
+  REQUIRE(drift_free.ok());
+  rapidjson::Document free_doc;
+  free_doc.Parse(drift_free->body.c_str());
+  REQUIRE(free_doc.IsObject());
+  CHECK(std::string(free_doc["schema"].GetString()) == "mesh-reconciler/drift/v1");
+  CHECK_FALSE(free_doc["hold"]["held"].GetBool());
+  CHECK_FALSE(free_doc["hold"].HasMember("reason"));
+
+  // A reason that would forge a log line is refused before anything is sent.
+  std::vector<std::string> forged = f.Remote("hold");
+  forged.insert(forged.end(), {"--reason", "x\nts=2026 level=info msg=released"});
+  CliResult refused_reason = RunCli(forged);
+  CHECK(refused_reason.exit_code == 64);
+  CHECK(refused_reason.output.find("--reason") != std::string::npos);
+  CHECK(f.Metric("mesh_reconciler_held") == 0);
   f.Stop();
 }
 

@@ -11,11 +11,13 @@ namespace {
 constexpr const char* kToken = mesh::testing::kFakeAdminToken;
 using FakeState = mesh::testing::FakeHttpState;
 
+constexpr const char* kPeer = "10.1.2.3:45678";
+
 HttpRequest Get(std::string target) {
-  return {"GET", std::move(target), "", ""};
+  return {"GET", std::move(target), "", "", kPeer};
 }
 HttpRequest Post(std::string target, std::string authorization = std::string("Bearer ") + kToken) {
-  return {"POST", std::move(target), std::move(authorization), ""};
+  return {"POST", std::move(target), std::move(authorization), "", kPeer};
 }
 
 std::string Header(const HttpReply& reply, const std::string& name) {
@@ -56,7 +58,7 @@ TEST_CASE("GET /drift is the last report, 503 before the first pass", "[http]") 
   state.report_ = std::make_shared<const std::string>("{\"pass_id\":3}");
   HttpReply drift = HandleRequest(state, Get("/drift"));
   CHECK(drift.status == 200);
-  CHECK(drift.body == "{\"pass_id\":3}");
+  CHECK(drift.body == "{\"hold\":{\"held\":false},\"pass_id\":3}");
 }
 
 TEST_CASE("Unknown paths are 404, wrong methods 405 with Allow, bad targets 400", "[http]") {
@@ -75,9 +77,9 @@ TEST_CASE("Unknown paths are 404, wrong methods 405 with Allow, bad targets 400"
       {Post("/metrics"), 405, "GET"},
       {Get("/reconcile"), 405, "POST"},
       {Get("/hold?for=1m"), 405, "POST"},
-      {{"PUT", "/release", "", ""}, 405, "POST"},
-      {{"DELETE", "/drift", "", ""}, 405, "GET"},
-      {{"HEAD", "/healthz", "", ""}, 405, "GET"},
+      {{"PUT", "/release", "", "", kPeer}, 405, "POST"},
+      {{"DELETE", "/drift", "", "", kPeer}, 405, "GET"},
+      {{"HEAD", "/healthz", "", "", kPeer}, 405, "GET"},
       {Get(""), 400, ""},
       {Get("metrics"), 400, ""},
       {Get("http://example.com/metrics"), 400, ""},
@@ -191,16 +193,93 @@ TEST_CASE("POST /hold parses durations and bounds them", "[http]") {
   FakeState state;
   HttpReply held = HandleRequest(state, Post("/hold?for=30m"));
   CHECK(held.body ==
-        "{\"held\":true,\"until\":\"2025-11-29T10:55:30.123Z\",\"until_unix_ms\":1764413730123}\n");
+        "{\"schema\":\"mesh-reconciler/hold/"
+        "v1\",\"held\":true,\"until\":\"2025-11-29T10:55:30.123Z\","
+        "\"until_unix_ms\":1764413730123,\"reason\":\"\",\"by\":\"10.1.2.3:45678\"}\n");
+  CHECK(state.hold_request_.by == kPeer);
+  CHECK(state.hold_request_.reason.empty());
+}
+
+TEST_CASE("A hold's reason is percent-decoded and bounded, who is the client's address", "[http]") {
+  struct Case {
+    std::string target;
+    int status;
+    std::string reason;  // as the state got it, when 200
+  };
+  const std::string longest(kMaxReasonBytes, 'x');
+  const std::vector<Case> cases = {
+      {"/hold?for=30m&reason=restore%20DECL%20from%20backup", 200, "restore DECL from backup"},
+      {"/hold?reason=restore+DECL&for=30m", 200, "restore DECL"},
+      {"/hold?for=30m&reason=caf%C3%A9%20%E2%80%94%20ok", 200, "caf\u00e9 \u2014 ok"},
+      {"/hold?for=30m&reason=" + longest, 200, longest},
+      {"/hold?for=30m&reason=", 200, ""},
+      {"/hold?for=30m&reason=" + longest + "x", 400, ""},
+      {"/hold?for=30m&reason=line%0Abreak", 400, ""},  // would forge a log line
+      {"/hold?for=30m&reason=tab%09", 400, ""},
+      {"/hold?for=30m&reason=%C2%85", 400, ""},     // C1 control (NEL)
+      {"/hold?for=30m&reason=%FF", 400, ""},        // not UTF-8
+      {"/hold?for=30m&reason=%C0%AF", 400, ""},     // overlong
+      {"/hold?for=30m&reason=%ED%A0%80", 400, ""},  // a surrogate
+      {"/hold?for=30m&reason=%E2%80", 400, ""},     // cut short
+      {"/hold?for=30m&reason=50%", 400, ""},        // bad escapes
+      {"/hold?for=30m&reason=%4", 400, ""},
+      {"/hold?for=30m&reason=%zz", 400, ""},
+      {"/hold?for=30m&reason=a&reason=b", 400, ""},
+      {"/hold?for=30m&reason=a&by=me", 400, ""},  // who it is, the caller does not say
+  };
+  for (const Case& c : cases) {
+    INFO(c.target);
+    FakeState state;
+    HttpReply reply = HandleRequest(state, Post(c.target));
+    CHECK(reply.status == c.status);
+    CHECK(state.held_ == (c.status == 200 ? 1 : 0));
+    if (c.status == 200) {
+      CHECK(state.hold_request_.reason == c.reason);
+      CHECK(state.hold_request_.by == kPeer);
+    }
+  }
 }
 
 TEST_CASE("POST /release ends the hold", "[http]") {
   FakeState state;
   HttpReply reply = HandleRequest(state, Post("/release"));
   CHECK(reply.status == 200);
-  CHECK(reply.body == "{\"held\":false,\"was_held\":true}\n");
+  CHECK(reply.body ==
+        "{\"schema\":\"mesh-reconciler/release/v1\",\"held\":false,\"was_held\":true}\n");
   CHECK(state.released_ == 1);
+  CHECK(state.release_request_.by == kPeer);
   CHECK(HandleRequest(state, Post("/release?x=1")).status == 400);
+  CHECK(HandleRequest(state, Post("/release?reason=done%0A")).status == 400);
+  CHECK(state.released_ == 1);
+  CHECK(HandleRequest(state, Post("/release?reason=maintenance%20over")).status == 200);
+  CHECK(state.release_request_.reason == "maintenance over");
+}
+
+TEST_CASE("GET /drift names the hold in force before the report", "[http]") {
+  FakeState state;
+  state.report_ = std::make_shared<const std::string>("{\"pass_id\":7,\"converged\":true}\n");
+  HttpReply free = HandleRequest(state, Get("/drift"));
+  CHECK(free.status == 200);
+  CHECK(free.body == "{\"hold\":{\"held\":false},\"pass_id\":7,\"converged\":true}\n");
+
+  state.hold_state_ = HoldState{true, 1764413730123, "restore \"DECL\"", "127.0.0.1:5000"};
+  HttpReply held = HandleRequest(state, Get("/drift"));
+  CHECK(held.body ==
+        "{\"hold\":{\"held\":true,\"until\":\"2025-11-29T10:55:30.123Z\","
+        "\"until_unix_ms\":1764413730123,\"reason\":\"restore \\\"DECL\\\"\","
+        "\"by\":\"127.0.0.1:5000\"},\"pass_id\":7,\"converged\":true}\n");
+
+  // After the document's own schema, which stays first.
+  state.report_ = std::make_shared<const std::string>(
+      "{\n  \"schema\": \"mesh-reconciler/drift/v1\",\n  \"pass_id\": 7\n}\n");
+  state.hold_state_ = {};
+  CHECK(HandleRequest(state, Get("/drift")).body ==
+        "{\n  \"schema\": \"mesh-reconciler/drift/v1\",\"hold\":{\"held\":false},\n  \"pass_id\": "
+        "7\n}\n");
+
+  state.report_ = std::make_shared<const std::string>("{}");
+  state.hold_state_ = {};
+  CHECK(HandleRequest(state, Get("/drift")).body == "{\"hold\":{\"held\":false}}");
 }
 
 }  // namespace

@@ -36,8 +36,11 @@ class BlockingState : public HttpState {
     changed_.wait(lock, [&] { return !block_; });
     return std::string("{\"pass_id\":1}");
   }
-  Result<HoldState> Hold(std::chrono::milliseconds) const override { return HoldState{true, 0}; }
-  bool Release() const override { return false; }
+  Result<HoldState> Hold(std::chrono::milliseconds, const HoldRequest&) const override {
+    return HoldState{true, 0, "", ""};
+  }
+  bool Release(const HoldRequest&) const override { return false; }
+  HoldState hold_state() const override { return {}; }
 
   void Block() {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -53,15 +53,16 @@ TEST_CASE("The last report's JSON is made once per pass, when asked, and follows
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
   const std::shared_ptr<const std::string> first = loop.last_report_json();
   REQUIRE(first != nullptr);
-  CHECK(*first == ReportToJson(*loop.last_report()));
+  CHECK(*first == DriftToJson(*loop.last_report(), nullptr));
   CHECK(loop.last_report_json() == first);  // shared, not serialised again
 
   const PassReport second = Forced(loop);
   const std::shared_ptr<const std::string> after = loop.last_report_json();
   REQUIRE(after != nullptr);
   CHECK(after != first);
-  CHECK(*after == ReportToJson(second));
-  CHECK(*first == ReportToJson(*ReportFromJson(*first)));  // the old one is still whole
+  CHECK(*after == DriftToJson(second, nullptr));
+  REQUIRE(ReportFromJson(*first).ok());
+  CHECK(*first == DriftToJson(*ReportFromJson(*first), nullptr));  // the old one is still whole
 }
 
 // A runner whose lease rounds are counted, and which can be told to acquire (or throw) next.
@@ -379,9 +380,19 @@ TEST_CASE("Release ends a hold at once and wakes a pass that applies", "[loop]")
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
   CHECK_FALSE(loop.Release());  // nothing to release: no pass woken
-  REQUIRE(loop.Hold(std::chrono::hours(1)).ok());
+  Result<HoldState> hold =
+      loop.Hold(std::chrono::hours(1), HoldRequest{"restore DECL", "127.0.0.1:4000"});
+  REQUIRE(hold.ok());
+  CHECK(hold->reason == "restore DECL");
+  CHECK(hold->by == "127.0.0.1:4000");
+  // Who and why stay with the hold for /drift, and go with it.
+  CHECK(loop.hold_state().reason == "restore DECL");
+  CHECK(loop.hold_state().by == "127.0.0.1:4000");
   CHECK(Forced(loop).mode == ApplyMode::kObserveOnly);
-  CHECK(loop.Release());
+  CHECK(loop.Release(HoldRequest{"done", "127.0.0.1:4001"}));
+  CHECK_FALSE(loop.hold_state().held);
+  CHECK(loop.hold_state().reason.empty());
+  CHECK(loop.hold_state().by.empty());
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
   CHECK(runner.calls()[2].mode == ApplyMode::kApply);
   CHECK(Forced(loop).pass_id == 4);

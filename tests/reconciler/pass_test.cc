@@ -201,6 +201,40 @@ PassReport SampleReport() {
   return r;
 }
 
+TEST_CASE("A report names its schema, codes are identifiers, another schema is refused", "[pass]") {
+  PassReport original = SampleReport();
+  original.status = Status(Errc::kInvalidArgument, "records invalid");
+  const std::string json = ReportToJson(original);
+  CHECK(json.rfind("{\n  \"schema\": \"mesh-reconciler/report/v1\",", 0) == 0);
+  CHECK(json.find("\"code\": \"invalid_argument\"") != std::string::npos);
+  CHECK(DriftToJson(original, nullptr).rfind("{\n  \"schema\": \"mesh-reconciler/drift/v1\",", 0) ==
+        0);
+
+  auto back = ReportFromJson(json);
+  REQUIRE(back.ok());
+  CHECK(back->status.code() == Errc::kInvalidArgument);
+
+  // A daemon older than the contract: no schema, the code as people read it.
+  std::string older = json;
+  older.replace(older.find("\"schema\": \"mesh-reconciler/report/v1\",\n"),
+                std::string("\"schema\": \"mesh-reconciler/report/v1\",\n").size(), "");
+  older.replace(older.find("invalid_argument"), std::string("invalid_argument").size(),
+                "invalid argument");
+  auto old_back = ReportFromJson(older);
+  REQUIRE(old_back.ok());
+  CHECK(old_back->status.code() == Errc::kInvalidArgument);
+
+  std::string newer = json;
+  newer.replace(newer.find("report/v1"), 9, "report/v2");
+  auto refused = ReportFromJson(newer);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("mesh-reconciler/report/v2") != std::string::npos);
+
+  std::string unknown = json;
+  unknown.replace(unknown.find("invalid_argument"), 16, "no_such_code_xyz");
+  CHECK_FALSE(ReportFromJson(unknown).ok());
+}
+
 TEST_CASE("ReportFromJson reads back what ReportToJson wrote, hashes excepted", "[pass]") {
   PassReport original = SampleReport();
   original.status = Status(Errc::kUnavailable, "server not ready: store recovering");

@@ -30,15 +30,19 @@ class FakeHttpState : public reconciler::HttpState {
     ++forced_;
     return force_result_;
   }
-  Result<reconciler::HoldState> Hold(std::chrono::milliseconds duration) const override {
+  Result<reconciler::HoldState> Hold(std::chrono::milliseconds duration,
+                                     const reconciler::HoldRequest& request) const override {
     held_for_ = duration;
+    hold_request_ = request;
     ++held_;
-    return reconciler::HoldState{true, 1764413730123};
+    return reconciler::HoldState{true, 1764413730123, request.reason, request.by};
   }
-  bool Release() const override {
+  bool Release(const reconciler::HoldRequest& request) const override {
+    release_request_ = request;
     ++released_;
     return true;
   }
+  reconciler::HoldState hold_state() const override { return hold_state_; }
 
   reconciler::Health health_{true, "alive"};
   reconciler::Readiness readiness_{true, "ready"};
@@ -48,7 +52,10 @@ class FakeHttpState : public reconciler::HttpState {
   mutable std::atomic<int> forced_ = 0;
   mutable std::atomic<int> held_ = 0;
   mutable std::atomic<int> released_ = 0;
+  reconciler::HoldState hold_state_;
   mutable std::optional<std::chrono::milliseconds> held_for_;  // the last hold (one thread)
+  mutable reconciler::HoldRequest hold_request_;               // the last hold's (one thread)
+  mutable reconciler::HoldRequest release_request_;            // the last release's
 };
 
 }  // namespace mesh::testing

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The JSON contract, on the real binary (MESH_BINARY) and a private nats-server: every command
+# that prints a report prints it under --json with its "schema", and the document validates
+# against docs/schemas/<kind>.v1.schema.json (Ajv, tests/schemas/validate.mjs):
+#   validate (valid and invalid records), desired, plan, reconcile --once, the daemon's /drift
+#   (free and held), hold, release, reconcile --remote;
+# commands whose output is no report (render-users, run) refuse --json with exit 64; and the
+# validator refuses a document that breaks its schema (so a pass here means something).
+set -uo pipefail
+
+root="${MESH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+cd "$root" || exit 1
+bin="${MESH_BINARY:?MESH_BINARY: the mesh-reconciler binary (CTest sets it)}"
+nats_server="${MESH_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}"
+source "$root/tests/scripts/lib.sh"
+test_lib_init schema_test
+bash scripts/install-test-tools.sh >/dev/null 2>&1 || { echo "schema_test: cannot install the test tools"; exit 1; }
+
+# shellcheck source=scripts/loopback.sh
+source "$root/scripts/loopback.sh"  # free_port, wait_for
+
+port=$(free_port); monitor_port=$(free_port); http_port=$(free_port)
+bus="nats://127.0.0.1:$port"
+listen="127.0.0.1:$http_port"
+records="$root/examples/records.json"
+(umask 077; openssl rand -hex 24 >"$work/reconciler.password"; openssl rand -hex 32 >"$work/admin.token")
+cat >"$work/nats.conf" <<CONF
+server_name: schema
+listen: 127.0.0.1:$port
+http: 127.0.0.1:$monitor_port
+pid_file: "$work/nats.pid"
+log_file: "$work/nats.log"
+jetstream { store_dir: "$work/jetstream" }
+include "users.conf"
+CONF
+settings=(--records "$records" --bus "$bus" --password-file "$work/reconciler.password"
+          --users-file "$work/users.conf" --pid-file "$work/nats.pid" --monitor "http://127.0.0.1:$monitor_port")
+remote=(--remote "http://$listen" --token-file "$work/admin.token")
+
+nats_pid=""; daemon_pid=""
+stop_all() {
+  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  [[ -n "$nats_pid" ]] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap stop_all EXIT
+
+# Runs "$@" with stdout to $work/$name.json; expects exit code $code; validates it as $kind.
+json_of() {
+  local name="$1" code="$2" kind="$3"; shift 3
+  "$@" >"$work/$name.json" 2>"$work/$name.err"
+  local got=$?
+  [[ $got -eq $code ]] || { echo "$* exited $got, expected $code"; cat "$work/$name.err"; return 1; }
+  node tests/schemas/validate.mjs "$kind" "$work/$name.json"
+}
+
+refuses_json() {
+  local out code
+  out="$("$bin" "$@" --json 2>&1)"
+  code=$?
+  [[ $code -eq 64 ]] || { echo "$1 --json exited $code, expected 64: $out"; return 1; }
+  [[ "$out" == *"--json"* ]] || { echo "$1 --json does not say why: $out"; return 1; }
+}
+
+invalid_records() {
+  echo '{"mesh": "x", "nodes": [{"name": 7}]}' >"$work/bad.json"
+  json_of validation-bad 1 validation/v1 "$bin" validate "$work/bad.json" --json || return 1
+  node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1])); if (d.valid || d.errors.length === 0) process.exit(1)' \
+    "$work/validation-bad.json"
+}
+
+# The validator is not a rubber stamp: the report with a status code as people read it
+# ("invalid argument", the pre-contract spelling) and with a member missing are refused.
+validator_refuses() {
+  node -e '
+    const fs = require("fs");
+    const d = JSON.parse(fs.readFileSync(process.argv[1]));
+    fs.writeFileSync(process.argv[2], JSON.stringify({...d, status: {...d.status, code: "invalid argument"}}));
+    const e = {...d}; delete e.converged; fs.writeFileSync(process.argv[3], JSON.stringify(e));' \
+    "$work/plan.json" "$work/bad-code.json" "$work/bad-missing.json" || return 1
+  local f
+  for f in bad-code bad-missing; do
+    if node tests/schemas/validate.mjs report/v1 "$work/$f.json"; then echo "$f passed"; return 1; fi
+  done
+}
+
+start_bus() {
+  "$bin" render-users "$records" --password-file "$work/reconciler.password" --out "$work/users.conf" || return 1
+  "$nats_server" -c "$work/nats.conf" >/dev/null 2>&1 &
+  nats_pid=$!
+  wait_for 20 curl -fsS "http://127.0.0.1:$monitor_port/healthz"
+}
+
+start_daemon() {
+  "$bin" run "${settings[@]}" --listen "$listen" --token-file "$work/admin.token" --interval 30s \
+    2>"$work/daemon.log" &
+  daemon_pid=$!
+  wait_for 20 curl -fsS "http://$listen/readyz" || { tail -20 "$work/daemon.log"; return 1; }
+}
+
+drift_is() {
+  local name="$1" held="$2"
+  curl -fsS "http://$listen/drift" >"$work/$name.json" || return 1
+  node tests/schemas/validate.mjs drift/v1 "$work/$name.json" || return 1
+  node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1]));
+           if (String(d.hold.held) !== process.argv[2]) { console.log(JSON.stringify(d.hold)); process.exit(1); }' \
+    "$work/$name.json" "$held"
+}
+
+run_test "validate --json, valid records: validation/v1" \
+  json_of validation 0 validation/v1 "$bin" validate "$records" --json
+run_test "validate --json, invalid records: validation/v1 with the errors, exit 1" invalid_records
+run_test "desired: desired/v1" json_of desired 0 desired/v1 "$bin" desired "$records"
+run_test "desired --json: the same desired/v1" json_of desired-json 0 desired/v1 "$bin" desired "$records" --json
+run_test "render-users refuses --json" refuses_json render-users "$records"
+run_test "run refuses --json" refuses_json run
+run_test "a private nats-server starts" start_bus
+run_test "plan --json on a fresh bus: report/v1, exit 2" json_of plan 2 report/v1 "$bin" plan "${settings[@]}" --json
+run_test "the validator refuses a report that breaks report/v1" validator_refuses
+run_test "reconcile --once --json: report/v1" json_of once 0 report/v1 "$bin" reconcile --once "${settings[@]}" --json
+run_test "the daemon starts" start_daemon
+run_test "GET /drift: drift/v1, not held" drift_is drift-free false
+run_test "hold --json: hold/v1" json_of hold 0 hold/v1 "$bin" hold "${remote[@]}" --for 10m --reason "schema test" --json
+run_test "GET /drift while held: drift/v1 with the hold" drift_is drift-held true
+run_test "release --json: release/v1" json_of release 0 release/v1 "$bin" release "${remote[@]}" --reason "done" --json
+run_test "reconcile --remote --json: report/v1" json_of remote 0 report/v1 "$bin" reconcile "${remote[@]}" --json
+
+test_lib_finish
