@@ -268,9 +268,9 @@ int RunDaemon(Settings& settings) {
   if (!server.ok()) return Fail(kCommand, server.status().message());
   Log(LogLevel::kInfo, 0, http_options.tls ? "serving HTTPS" : "serving HTTP",
       {{"address", listen->host},
-       {"port", std::to_string((*server)->port())},
+       {"port", (*server)->port()},
        {"admin", token.enabled() ? "token" : "disabled"},
-       {"interval_ms", std::to_string(settings.interval.count())},
+       {"interval_ms", settings.interval.count()},
        {"version", MESH_RECONCILER_VERSION}});
 
   // New and changed passwords are hashed on their own threads: the passes repair JetStream

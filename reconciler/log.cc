@@ -1,7 +1,9 @@
 #include "reconciler/log.h"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
@@ -71,18 +73,23 @@ void AppendLogfmtValue(std::string& out, std::string_view s) {
   AppendJsonString(out, s);  // logfmt quoting uses the same escapes
 }
 
-void AppendField(std::string& out, LogFormat format, std::string_view key, std::string_view value,
+void AppendField(std::string& out, LogFormat format, std::string_view key, const LogValue& value,
                  bool first) {
+  const bool bare = value.type() != LogValue::Type::kString;
   if (format == LogFormat::kJson) {
     if (!first) out += ',';
     AppendJsonString(out, key);
     out += ':';
-    AppendJsonString(out, value);
+    if (bare) {
+      out += value.text();
+    } else {
+      AppendJsonString(out, value.text());
+    }
   } else {
     if (!first) out += ' ';
     out += key;
     out += '=';
-    AppendLogfmtValue(out, value);
+    AppendLogfmtValue(out, value.text());
   }
 }
 
@@ -93,6 +100,17 @@ std::string NowRfc3339() {
 }
 
 }  // namespace
+
+LogValue::LogValue(double value) : type_(Type::kNumber) {
+  if (!std::isfinite(value)) {
+    type_ = Type::kString;
+    text_ = std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+    return;
+  }
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  text_.assign(buf, ec == std::errc() ? end : buf);
+}
 
 std::string FormatRfc3339Millis(int64_t unix_ms) {
   const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
@@ -123,7 +141,7 @@ std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now
   if (format == LogFormat::kJson) out += '{';
   AppendField(out, format, "ts", now, true);
   AppendField(out, format, "level", LevelName(level), false);
-  if (pass_id != 0) AppendField(out, format, "pass", std::to_string(pass_id), false);
+  if (pass_id != 0) AppendField(out, format, "pass", LogValue(pass_id), false);
   AppendField(out, format, "msg", message, false);
   for (const auto& [key, value] : fields) AppendField(out, format, key, value, false);
   if (format == LogFormat::kJson) out += '}';

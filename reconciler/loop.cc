@@ -271,7 +271,7 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldReque
   Log(LogLevel::kInfo, 0, "held: passes observe only",
       {{"by", request.by.empty() ? std::string("unknown") : request.by},
        {"reason", ReasonForLog(request.reason)},
-       {"for_ms", std::to_string(duration.count())},
+       {"for_ms", duration.count()},
        {"until", FormatRfc3339Millis(state.until_unix_ms)}});
   return state;
 }
@@ -489,7 +489,7 @@ void Loop::Run(PassRunner& runner) {
         // No pass could act for longer than the grace: renewing would keep the standbys out.
         Log(LogLevel::kWarn, 0,
             "not taking part in the lease (released if held): no pass got past observation",
-            {{"grace_ms", std::to_string(options_.lease_grace.count())}});
+            {{"grace_ms", options_.lease_grace.count()}});
         ReleaseLeaseGuarded(runner, metrics_);
       }
       UpdateLeaseHolder(runner, metrics_);
@@ -517,7 +517,7 @@ void Loop::Run(PassRunner& runner) {
     Log(LogLevel::kInfo, pass_id, "pass scheduled",
         {{"trigger", ToString(*trigger)},
          {"mode", mode == ApplyMode::kApply ? "apply" : "observe_only"},
-         {"held", held ? "true" : "false"}});
+         {"held", held}});
     auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode);
     report.pass_id = pass_id;
     report.trigger = *trigger;
@@ -563,7 +563,7 @@ void Loop::Run(PassRunner& runner) {
       const auto delay = std::min(options_.not_ready_wait, options_.interval);
       retry_at_ = now + delay;
       Log(LogLevel::kInfo, pass_id, "waiting for the server",
-          {{"in_ms", std::to_string(delay.count())}, {"reason", report.status.message()}});
+          {{"in_ms", delay.count()}, {"reason", report.status.message()}});
     } else {
       ++consecutive_failures_;
       const auto delay =
@@ -571,8 +571,7 @@ void Loop::Run(PassRunner& runner) {
                    BackoffCap(options_));
       retry_at_ = now + delay;
       Log(LogLevel::kInfo, pass_id, "retrying after a failed pass",
-          {{"in_ms", std::to_string(delay.count())},
-           {"consecutive_failures", std::to_string(consecutive_failures_)}});
+          {{"in_ms", delay.count()}, {"consecutive_failures", consecutive_failures_}});
     }
     finished_ = pass_id;
     for (const auto& waiter : waiters_) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <future>
@@ -182,9 +183,9 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
   }
   if (!report.records_valid) {
     Log(LogLevel::kWarn, report.pass_id, "records invalid",
-        {{"errors", std::to_string(report.records_errors.size())},
+        {{"errors", report.records_errors.size()},
          {"first", report.records_errors.front()},
-         {"using_last_valid", last_valid ? "true" : "false"}});
+         {"using_last_valid", last_valid.has_value()}});
   }
   if (!last_valid) {
     report.status =
@@ -258,8 +259,7 @@ bool Reconciler::Impl::RenderInline(PassReport& report, const std::string& exist
   }
   report.passwords_hashed += static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", std::to_string(file->blocks.size())},
-       {"passwords_hashed", std::to_string(report.passwords_hashed)}});
+      {{"entries", file->blocks.size()}, {"passwords_hashed", report.passwords_hashed}});
   rendered = std::move(*file);
   users_state = UsersFile::kReady;
   return true;
@@ -320,9 +320,9 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
   const uint64_t pass_id = report.pass_id;
   report.credentials_pending = total;
   Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
-      {{"pending", std::to_string(total)},
-       {"threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))},
-       {"own_entry_first", users_state == UsersFile::kInterim ? "true" : "false"}});
+      {{"pending", total},
+       {"threads", std::max(1u, std::thread::hardware_concurrency())},
+       {"own_entry_first", users_state == UsersFile::kInterim}});
   if (background->progress) background->progress(total);
   HashJob* j = job.get();
   const BackgroundHashing hooks = *background;
@@ -335,8 +335,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
       const size_t tenth = done * 10 / all;
       if (tenth > logged_tenth) {
         logged_tenth = tenth;
-        Log(LogLevel::kInfo, pass_id, "hashing passwords",
-            {{"done", std::to_string(done)}, {"total", std::to_string(all)}});
+        Log(LogLevel::kInfo, pass_id, "hashing passwords", {{"done", done}, {"total", all}});
       }
       return !j->cancelled.load();
     };
@@ -345,7 +344,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
     std::snprintf(seconds, sizeof seconds, "%.3f",
                   std::chrono::duration<double>(Clock::now() - started).count());
     Log(j->result->ok() ? LogLevel::kInfo : LogLevel::kWarn, pass_id, "hashing finished",
-        {{"hashed", std::to_string(total)},
+        {{"hashed", total},
          {"seconds", seconds},
          {"error", j->result->ok() ? "" : j->result->status().ToString()}});
     j->pending.store(0);
@@ -370,7 +369,7 @@ bool Reconciler::Impl::CollectHashJob(PassReport& report) {
   rendered = std::move(*result);
   users_state = UsersFile::kReady;
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", std::to_string(rendered.blocks.size())}, {"passwords_hashed", "background"}});
+      {{"entries", rendered.blocks.size()}, {"hashing", "background"}});
   return true;
 }
 
@@ -460,7 +459,7 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
         {{"action", ToString(o.action.kind)},
          {"name", o.action.name},
          {"outcome", ToString(o.outcome)},
-         {"err_code", std::to_string(o.err_code)},
+         {"err_code", o.err_code},
          {"detail", o.detail}});
   }
   if (report.readiness == ServerReadiness::kNotReady) {
@@ -472,24 +471,22 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
     Log(LogLevel::kWarn, report.pass_id, "pass failed",
         {{"trigger", ToString(report.trigger)},
          {"error", report.status.ToString()},
-         {"applied", std::to_string(report.outcomes.size())},
-         {"failed", std::to_string(failed)}});
+         {"applied", report.outcomes.size()},
+         {"failed", failed}});
     return;
   }
-  char duration[32];
-  std::snprintf(duration, sizeof duration, "%.3f", report.duration_seconds);
   Log(LogLevel::kInfo, report.pass_id, "pass finished",
       {{"trigger", ToString(report.trigger)},
        {"mode", report.mode == ApplyMode::kApply ? "apply" : "observe_only"},
-       {"drift", std::to_string(report.plan.drift.size())},
-       {"actions", std::to_string(report.plan.actions.size())},
-       {"failed", std::to_string(failed)},
-       {"remaining", std::to_string(report.remaining.size())},
-       {"converged", report.converged() ? "true" : "false"},
-       {"api_requests", std::to_string(report.api_requests)},
-       {"passwords_hashed", std::to_string(report.passwords_hashed)},
-       {"credentials_pending", std::to_string(report.credentials_pending)},
-       {"duration_seconds", duration}});
+       {"drift", report.plan.drift.size()},
+       {"actions", report.plan.actions.size()},
+       {"failed", failed},
+       {"remaining", report.remaining.size()},
+       {"converged", report.converged()},
+       {"api_requests", report.api_requests},
+       {"passwords_hashed", report.passwords_hashed},
+       {"credentials_pending", report.credentials_pending},
+       {"duration_seconds", std::round(report.duration_seconds * 1000) / 1000}});
 }
 
 PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode) {
@@ -681,8 +678,7 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
       {{"streams", names},
        {"how", how},
        {"waited_ms",
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count())}});
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
   return true;
 }
 

@@ -3,7 +3,8 @@
 # that prints a report prints it under --json with its "schema", and the document validates
 # against docs/schemas/<kind>.v1.schema.json (Ajv, tests/schemas/validate.mjs):
 #   validate (valid and invalid records), desired, plan, reconcile --once, the daemon's /drift
-#   (free and held), hold, release, reconcile --remote;
+#   (free and held), hold, release, reconcile --remote; the log lines of --log-format json
+#   (log/v1), with counts as JSON numbers and flags as booleans;
 # commands whose output is no report (render-users, run) refuse --json with exit 64; and the
 # validator refuses a document that breaks its schema (so a pass here means something).
 set -uo pipefail
@@ -34,7 +35,8 @@ jetstream { store_dir: "$work/jetstream" }
 include "users.conf"
 CONF
 settings=(--records "$records" --bus "$bus" --password-file "$work/reconciler.password"
-          --users-file "$work/users.conf" --pid-file "$work/nats.pid" --monitor "http://127.0.0.1:$monitor_port")
+          --users-file "$work/users.conf" --pid-file "$work/nats.pid" --monitor "http://127.0.0.1:$monitor_port"
+          --log-format json)
 remote=(--remote "http://$listen" --token-file "$work/admin.token")
 
 nats_pid=""; daemon_pid=""
@@ -84,6 +86,27 @@ validator_refuses() {
   done
 }
 
+# Every line the commands and the daemon logged is log/v1, and a "pass finished" line carries
+# its counts as numbers and "converged" as a boolean (the schema types them; this shows they
+# are there to type).
+log_lines_typed() {
+  node tests/schemas/validate.mjs --lines log/v1 "$work/plan.err" "$work/once.err" "$work/daemon.log" || return 1
+  node -e '
+    const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(JSON.parse);
+    const done = lines.filter((l) => l.msg === "pass finished");
+    const held = lines.filter((l) => l.msg === "held: passes observe only");
+    if (done.length === 0 || held.length !== 1) { console.log("missing lines"); process.exit(1); }
+    for (const l of done) {
+      if (typeof l.pass !== "number" || typeof l.drift !== "number" || typeof l.converged !== "boolean" ||
+          typeof l.duration_seconds !== "number") { console.log(JSON.stringify(l)); process.exit(1); }
+    }
+    if (typeof held[0].for_ms !== "number" || held[0].reason !== "schema test") { console.log(JSON.stringify(held[0])); process.exit(1); }' \
+    "$work/daemon.log" || return 1
+  # and a line with a count as text is refused
+  echo '{"ts":"2026-12-01T22:00:00.000Z","level":"info","msg":"pass finished","drift":"0"}' >"$work/bad.log"
+  if node tests/schemas/validate.mjs --lines log/v1 "$work/bad.log"; then echo "a string count passed"; return 1; fi
+}
+
 start_bus() {
   "$bin" render-users "$records" --password-file "$work/reconciler.password" --out "$work/users.conf" || return 1
   "$nats_server" -c "$work/nats.conf" >/dev/null 2>&1 &
@@ -124,5 +147,6 @@ run_test "hold --json: hold/v1" json_of hold 0 hold/v1 "$bin" hold "${remote[@]}
 run_test "GET /drift while held: drift/v1 with the hold" drift_is drift-held true
 run_test "release --json: release/v1" json_of release 0 release/v1 "$bin" release "${remote[@]}" --reason "done" --json
 run_test "reconcile --remote --json: report/v1" json_of remote 0 report/v1 "$bin" reconcile "${remote[@]}" --json
+run_test "--log-format json: every line log/v1, counts as numbers, flags as booleans" log_lines_typed
 
 test_lib_finish
