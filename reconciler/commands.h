@@ -54,4 +54,14 @@ extern const char* const kRunHelp;
 extern const char* const kHoldHelp;
 extern const char* const kReleaseHelp;
 
+// cmd_bus.cc: the bus commands of the runbook, in place of the `nats` CLI the image lacks.
+int RunShowStream(Settings& settings);
+int RunShowConsumer(Settings& settings);
+int RunDeleteStream(Settings& settings);
+int RunDeleteConsumer(Settings& settings);
+extern const char* const kShowStreamHelp;
+extern const char* const kShowConsumerHelp;
+extern const char* const kDeleteStreamHelp;
+extern const char* const kDeleteConsumerHelp;
+
 }  // namespace mesh::reconciler

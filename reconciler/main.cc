@@ -34,6 +34,15 @@ const Command kCommands[] = {
      mesh::reconciler::RunHold, JsonOutput::kOnFlag},
     {"release", "end a hold on a running daemon", mesh::reconciler::kReleaseHelp,
      mesh::reconciler::RunRelease, JsonOutput::kOnFlag},
+    {"show-stream", "print one stream's configuration and state as the server answers",
+     mesh::reconciler::kShowStreamHelp, mesh::reconciler::RunShowStream, JsonOutput::kOnFlag},
+    {"show-consumer", "print one consumer's configuration and state as the server answers",
+     mesh::reconciler::kShowConsumerHelp, mesh::reconciler::RunShowConsumer, JsonOutput::kOnFlag},
+    {"delete-stream", "delete one of the mesh's streams (--yes), to have it created again",
+     mesh::reconciler::kDeleteStreamHelp, mesh::reconciler::RunDeleteStream, JsonOutput::kNever},
+    {"delete-consumer", "delete one of the mesh's consumers (--yes), to have it created again",
+     mesh::reconciler::kDeleteConsumerHelp, mesh::reconciler::RunDeleteConsumer,
+     JsonOutput::kNever},
 };
 
 void PrintUsage(std::FILE* out) {

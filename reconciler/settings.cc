@@ -197,6 +197,12 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.once = true;
           return std::string();
         }}},
+      {"yes",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.confirm = Confirm::kYes;
+          return std::string();
+        }}},
       {"help",
        {FlagKind::kSwitch,
         [](Settings& s, const std::string&) {
@@ -274,7 +280,7 @@ Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEn
   std::vector<std::string> errors;
   // Environment first, so that the command line wins.
   for (const auto& [name, spec] : Flags()) {
-    if (name == "help") continue;
+    if (name == "help" || name == "yes") continue;  // typed each time, never inherited
     const char* value = getenv(EnvName(name).c_str());
     if (value == nullptr) continue;
     if (spec.kind == FlagKind::kSwitch) {

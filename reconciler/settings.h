@@ -23,6 +23,9 @@ namespace mesh::reconciler {
 
 enum class OutputFormat { kTable, kJson };
 enum class LeaseMode { kOff, kKv };  // --lease: act on JetStream only while holding the KV lease
+// --yes: a deletion by hand is confirmed. Only from the command line, never the environment: a
+// variable left in a shell or a pod spec must not confirm every deletion after it.
+enum class Confirm { kNo, kYes };
 
 struct Settings {
   // Pass settings.
@@ -52,9 +55,10 @@ struct Settings {
   // On-call.
   std::string remote;                                  // --remote http://127.0.0.1:9464
   std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
-  std::string reason;  // --reason "restoring DECL from backup" (hold, release)
-  bool once = false;   // --once
-  bool help = false;   // --help / -h
+  std::string reason;              // --reason "restoring DECL from backup" (hold, release)
+  Confirm confirm = Confirm::kNo;  // --yes (delete-stream, delete-consumer)
+  bool once = false;               // --once
+  bool help = false;               // --help / -h
   std::vector<std::string> positional;
 };
 

@@ -1,5 +1,6 @@
 // The `plan` and `reconcile --once` commands, run as the real binary against a real
 // nats-server: output, exit codes (0 converged, 2 drift, 1 error, 64 usage) and --help.
+#include <rapidjson/document.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -229,6 +230,103 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
     CHECK(RunBinary("plan --bus " + mesh.server->url()).exit_code == 64);
     CHECK(RunBinary("plan --records " + mesh.records_path).exit_code == 64);
     CHECK(RunBinary("reconcile " + flags).exit_code == 64);
+  }
+}
+
+// The runbook's bus commands (reconciler/cmd_bus.cc), in place of the `nats` CLI the image
+// lacks: show-stream and show-consumer print what the server answers; delete-stream and
+// delete-consumer act on the mesh's objects only, and only with --yes typed on the command
+// line; after a deletion the next pass creates the object again.
+TEST_CASE("the bus commands: show any object and delete only the mesh's with --yes",
+          "[pass][cli][integration][server]") {
+  LiveMesh mesh(test::ExampleRecordsJson());
+  const std::string flags = PassFlags(mesh);
+  REQUIRE(RunBinary("reconcile --once " + flags).exit_code == 0);
+  {
+    Settings settings = mesh.PassSettings();
+    auto bus = observers::BusConnection::Connect(settings.bus);
+    REQUIRE(bus.ok());
+    observers::ApiReply created = (*bus)->Request(
+        {"$JS.API.STREAM.CREATE.FOREIGN", R"({"name":"FOREIGN","subjects":["foreign.>"]})"});
+    REQUIRE(created.status.ok());
+    REQUIRE_FALSE(observers::ParseApiError(created.payload));
+  }
+
+  SECTION("show-stream and show-consumer print the server's answer, one field a line") {
+    Run stream = RunBinary("show-stream DECL " + flags);
+    CHECK(stream.exit_code == 0);
+    CHECK(HasLine(stream.out, {"stream DECL", "the mesh's"}));
+    CHECK(HasLine(stream.out, {"config.name", "DECL"}));
+    CHECK(HasLine(stream.out, {"state.messages", "0"}));
+    CHECK(stream.out.find(test::kReconcilerPassword) == std::string::npos);
+
+    Run json = RunBinary("show-stream DECL --json " + flags);
+    CHECK(json.exit_code == 0);
+    rapidjson::Document doc;
+    doc.Parse(json.out.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    CHECK(doc["schema"].GetString() == std::string("mesh-reconciler/stream/v1"));
+    CHECK(doc["name"].GetString() == std::string("DECL"));
+    CHECK(doc["owned"].GetBool());
+    CHECK(doc["info"]["config"]["name"].GetString() == std::string("DECL"));
+    CHECK_FALSE(doc["info"].HasMember("type"));
+
+    Run consumer = RunBinary("show-consumer DECL decl_node-a " + flags);
+    CHECK(consumer.exit_code == 0);
+    CHECK(HasLine(consumer.out, {"consumer decl_node-a on stream DECL", "the mesh's"}));
+    CHECK(HasLine(consumer.out, {"config.durable_name", "decl_node-a"}));
+    CHECK(HasLine(consumer.out, {"num_pending", "0"}));
+    CHECK(HasLine(consumer.out, {"num_ack_pending", "0"}));
+
+    Run foreign = RunBinary("show-stream FOREIGN " + flags);
+    CHECK(foreign.exit_code == 0);
+    CHECK(HasLine(foreign.out, {"stream FOREIGN", "not the mesh's"}));
+
+    Run absent = RunBinary("show-stream NOPE " + flags, true);
+    CHECK(absent.exit_code == 1);
+    CHECK(absent.out.find("no stream NOPE") != std::string::npos);
+    Run no_consumer = RunBinary("show-consumer DECL nope " + flags, true);
+    CHECK(no_consumer.exit_code == 1);
+    CHECK(no_consumer.out.find("no consumer nope on stream DECL") != std::string::npos);
+  }
+
+  SECTION("a deletion needs --yes on the command line, a name of one token, the mesh's mark") {
+    Run unconfirmed = RunBinary("delete-stream DECL " + flags, true);
+    CHECK(unconfirmed.exit_code == 64);
+    CHECK(unconfirmed.out.find("add --yes") != std::string::npos);
+    setenv("MESH_RECONCILER_YES", "1", 1);
+    CHECK(RunBinary("delete-stream DECL " + flags).exit_code == 64);
+    unsetenv("MESH_RECONCILER_YES");
+    CHECK(RunBinary("delete-stream 'DECL.x' --yes " + flags).exit_code == 64);
+    CHECK(RunBinary("delete-consumer DECL '*' --yes " + flags).exit_code == 64);
+    CHECK(RunBinary("delete-stream DECL --yes --json " + flags).exit_code == 64);
+
+    Run foreign = RunBinary("delete-stream FOREIGN --yes " + flags, true);
+    CHECK(foreign.exit_code == 1);
+    CHECK(foreign.out.find("not the mesh's") != std::string::npos);
+    CHECK(RunBinary("show-stream FOREIGN " + flags).exit_code == 0);  // still there
+    CHECK(RunBinary("plan " + flags).exit_code == 0);                 // nothing deleted
+
+    Run absent = RunBinary("delete-stream NOPE --yes " + flags, true);
+    CHECK(absent.exit_code == 1);
+    CHECK(absent.out.find("no stream NOPE") != std::string::npos);
+  }
+
+  SECTION("deleted with --yes, and the next pass creates it again") {
+    Run consumer = RunBinary("delete-consumer DECL decl_node-a --yes " + flags);
+    CHECK(consumer.exit_code == 0);
+    CHECK(consumer.out.find("deleted consumer decl_node-a on stream DECL") != std::string::npos);
+    Run plan = RunBinary("plan " + flags);
+    CHECK(plan.exit_code == 2);
+    CHECK(HasLine(plan.out, {"consumer", "DECL/decl_node-a", "missing"}));
+
+    Run stream = RunBinary("delete-stream DECL --yes " + flags);
+    CHECK(stream.exit_code == 0);
+    CHECK(stream.out.find("deleted stream DECL") != std::string::npos);
+    CHECK(HasLine(RunBinary("plan " + flags).out, {"stream", "DECL", "missing"}));
+
+    CHECK(RunBinary("reconcile --once " + flags).exit_code == 0);
+    CHECK(RunBinary("show-consumer DECL decl_node-a " + flags).exit_code == 0);
   }
 }
 

@@ -44,6 +44,18 @@ TEST_CASE("users scope, lease and prune come from the flags or the environment",
   CHECK(wins->users_scope == model::UsersScope::kServer);
 }
 
+// A deletion's confirmation is typed each time: MESH_RECONCILER_YES left in a shell or a pod
+// spec must not confirm every later delete-stream.
+TEST_CASE("--yes comes from the command line only, never the environment", "[settings]") {
+  auto none = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_YES", "1"}}));
+  REQUIRE(none.ok());
+  CHECK(none->confirm == Confirm::kNo);
+  auto typed = ParseSettings({"--yes"}, FakeEnv({}));
+  REQUIRE(typed.ok());
+  CHECK(typed->confirm == Confirm::kYes);
+  CHECK_FALSE(ParseSettings({"--yes=1"}, FakeEnv({})).ok());
+}
+
 TEST_CASE("an unknown users scope is refused, naming the choices", "[settings]") {
   auto bad = ParseSettings({"--users-scope", "accounts"}, FakeEnv({}));
   REQUIRE_FALSE(bad.ok());

@@ -3,7 +3,7 @@
 # that prints a report prints it under --json with its "schema", and the document validates
 # against docs/schemas/<kind>.v1.schema.json (Ajv, tests/schemas/validate.mjs):
 #   validate (valid and invalid records), desired, plan, reconcile --once, the daemon's /drift
-#   (free and held), hold, release, reconcile --remote; the log lines of --log-format json
+#   (free and held), hold, release, reconcile --remote, show-stream, show-consumer; the log lines of --log-format json
 #   (log/v1), with counts as JSON numbers and flags as booleans;
 # commands whose output is no report (render-users, run) refuse --json with exit 64; and the
 # validator refuses a document that breaks its schema (so a pass here means something).
@@ -141,6 +141,10 @@ run_test "a private nats-server starts" start_bus
 run_test "plan --json on a fresh bus: report/v1, exit 2" json_of plan 2 report/v1 "$bin" plan "${settings[@]}" --json
 run_test "the validator refuses a report that breaks report/v1" validator_refuses
 run_test "reconcile --once --json: report/v1" json_of once 0 report/v1 "$bin" reconcile --once "${settings[@]}" --json
+run_test "show-stream --json: stream/v1" json_of show-stream 0 stream/v1 "$bin" show-stream DECL "${settings[@]}" --json
+run_test "show-consumer --json: consumer/v1" \
+  json_of show-consumer 0 consumer/v1 "$bin" show-consumer DECL decl_node-a "${settings[@]}" --json
+run_test "delete-stream refuses --json" refuses_json delete-stream DECL --yes
 run_test "the daemon starts" start_daemon
 run_test "GET /drift: drift/v1, not held" drift_is drift-free false
 run_test "hold --json: hold/v1" json_of hold 0 hold/v1 "$bin" hold "${remote[@]}" --for 10m --reason "schema test" --json
