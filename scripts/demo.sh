@@ -26,47 +26,17 @@ else
   request="$(dirname "$MESH_BINARY")/mesh-nats-request"
 fi
 
-# shellcheck source=scripts/loopback.sh
-source "$root/scripts/loopback.sh"
+# shellcheck source=scripts/private-bus.sh
+source "$root/scripts/private-bus.sh"  # private_bus_*, free_port, wait_for
 
 demo="${MESH_DEMO_DIR:-$root/run/demo}"
 rm -rf "$demo"
-mkdir -p "$demo"
-chmod 700 "$demo"
-port=$(free_port); monitor_port=$(free_port); http_port=$(free_port)
-bus="nats://127.0.0.1:$port"
-monitor="http://127.0.0.1:$monitor_port"
-listen="127.0.0.1:$http_port"
-records="$root/examples/records.json"
-( umask 077; openssl rand -hex 24 > "$demo/reconciler.password"; openssl rand -hex 32 > "$demo/admin.token" )
+private_bus_init "$demo" demo
 
-cat > "$demo/nats.conf" <<CONF
-server_name: demo
-listen: 127.0.0.1:$port
-http: 127.0.0.1:$monitor_port
-pid_file: "$demo/nats.pid"
-log_file: "$demo/nats.log"
-jetstream { store_dir: "$demo/jetstream" }
-include "users.conf"
-CONF
-
-settings=(--records "$records" --bus "$bus" --password-file "$demo/reconciler.password"
-          --users-file "$demo/users.conf" --pid-file "$demo/nats.pid" --monitor "$monitor")
-
-echo "== rendering the first users file (the chart's init container does the same)"
-"$bin" render-users "$records" --password-file "$demo/reconciler.password" --out "$demo/users.conf"
-
-nats_pid=""; daemon_pid=""
-cleanup() {
-  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
-
+trap private_bus_stop EXIT
+echo "== rendering the first users file (the chart's init container does the same), and"
 echo "== starting a private nats-server on $bus (monitoring $monitor, folder $demo)"
-"${MESH_NATS_SERVER:-nats-server}" -c "$demo/nats.conf" &
-nats_pid=$!
-wait_for 20 curl -fsS "$monitor/healthz" || { echo "nats-server did not become healthy"; tail -20 "$demo/nats.log"; exit 1; }
+private_bus_start "$bin" || exit 1
 
 echo
 echo "== plan of a fresh bus (exit code 2: drift found)"

@@ -12,37 +12,17 @@ set -uo pipefail
 root="${MESH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 cd "$root" || exit 1
 bin="${MESH_BINARY:?MESH_BINARY: the mesh-reconciler binary (CTest sets it)}"
-nats_server="${MESH_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}"
 source "$root/tests/scripts/lib.sh"
 test_lib_init schema_test
 bash scripts/install-test-tools.sh >/dev/null 2>&1 || { echo "schema_test: cannot install the test tools"; exit 1; }
 
-# shellcheck source=scripts/loopback.sh
-source "$root/scripts/loopback.sh"  # free_port, wait_for
+# shellcheck source=scripts/private-bus.sh
+source "$root/scripts/private-bus.sh"  # private_bus_*, free_port, wait_for
+private_bus_init "$work" schema
+settings+=(--log-format json)
 
-port=$(free_port); monitor_port=$(free_port); http_port=$(free_port)
-bus="nats://127.0.0.1:$port"
-listen="127.0.0.1:$http_port"
-records="$root/examples/records.json"
-(umask 077; openssl rand -hex 24 >"$work/reconciler.password"; openssl rand -hex 32 >"$work/admin.token")
-cat >"$work/nats.conf" <<CONF
-server_name: schema
-listen: 127.0.0.1:$port
-http: 127.0.0.1:$monitor_port
-pid_file: "$work/nats.pid"
-log_file: "$work/nats.log"
-jetstream { store_dir: "$work/jetstream" }
-include "users.conf"
-CONF
-settings=(--records "$records" --bus "$bus" --password-file "$work/reconciler.password"
-          --users-file "$work/users.conf" --pid-file "$work/nats.pid" --monitor "http://127.0.0.1:$monitor_port"
-          --log-format json)
-remote=(--remote "http://$listen" --token-file "$work/admin.token")
-
-nats_pid=""; daemon_pid=""
 stop_all() {
-  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-  [[ -n "$nats_pid" ]] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
+  private_bus_stop
   rm -rf "$work"
 }
 trap stop_all EXIT
@@ -108,17 +88,11 @@ log_lines_typed() {
 }
 
 start_bus() {
-  "$bin" render-users "$records" --password-file "$work/reconciler.password" --out "$work/users.conf" || return 1
-  "$nats_server" -c "$work/nats.conf" >/dev/null 2>&1 &
-  nats_pid=$!
-  wait_for 20 curl -fsS "http://127.0.0.1:$monitor_port/healthz"
+  private_bus_start "$bin"
 }
 
 start_daemon() {
-  "$bin" run "${settings[@]}" --listen "$listen" --token-file "$work/admin.token" --interval 30s \
-    2>"$work/daemon.log" &
-  daemon_pid=$!
-  wait_for 20 curl -fsS "http://$listen/readyz" || { tail -20 "$work/daemon.log"; return 1; }
+  private_daemon_start "$bin" "$work/daemon.log" --interval 30s
 }
 
 drift_is() {
