@@ -143,7 +143,10 @@ std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now
   AppendField(out, format, "level", LevelName(level), false);
   if (pass_id != 0) AppendField(out, format, "pass", LogValue(pass_id), false);
   AppendField(out, format, "msg", message, false);
-  for (const auto& [key, value] : fields) AppendField(out, format, key, value, false);
+  for (const auto& [key, value] : fields) {
+    if (value.type() == LogValue::Type::kString && value.text().empty()) continue;
+    AppendField(out, format, key, value, false);
+  }
   if (format == LogFormat::kJson) out += '}';
   out += '\n';
   return out;

@@ -6,6 +6,9 @@
 // JSON line says {"drift":0,"converged":true}, never {"drift":"0"}; logfmt writes all three bare
 // (drift=0 converged=true). docs/schemas/log.v1.schema.json describes a JSON line.
 //
+// A text field without text is left out of the line: `error=""` on every good lease round
+// made each of them match the runbook's grep for errors. A field present means it has a value.
+//
 // Thread-safety: Log may be called from any thread (lines are written whole, under a mutex).
 #pragma once
 

@@ -104,10 +104,24 @@ TEST_CASE("logfmt writes numbers and booleans bare and quotes only text that nee
                      {"duration_seconds", 0.5},
                      {"trigger", "periodic"},
                      {"reason", "two words"},
-                     {"empty", ""}});
+                     {"quoted", "a=b"}});
   CHECK(line ==
         "ts=2026-12-01T22:00:00.000Z level=info pass=7 msg=\"pass finished\" drift=3 "
-        "converged=false duration_seconds=0.5 trigger=periodic reason=\"two words\" empty=\"\"\n");
+        "converged=false duration_seconds=0.5 trigger=periodic reason=\"two words\" "
+        "quoted=\"a=b\"\n");
+}
+
+// Before, every good lease round logged error="", and the runbook's `grep -i error` found them
+// all among the passes that failed.
+TEST_CASE("a text field without text is left out of the line", "[log]") {
+  for (LogFormat format : {LogFormat::kLogfmt, LogFormat::kJson}) {
+    const std::string line = FormatLogLine(format, LogLevel::kInfo, kNow, 3, "lease",
+                                           {{"role", "holder"}, {"error", ""}, {"count", 0}});
+    INFO(line);
+    CHECK(line.find("error") == std::string::npos);
+    CHECK(line.find("holder") != std::string::npos);
+    CHECK(line.find("count") != std::string::npos);  // a zero is a value
+  }
 }
 
 }  // namespace
