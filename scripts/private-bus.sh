@@ -2,9 +2,11 @@
 # Sourced (not run) by scripts/demo.sh and the script tests that need a bus of their own: a
 # private nats-server and mesh-reconciler daemon on free loopback ports, every file in one
 # folder (mode 0700; secrets 0600), the example records.
-#   private_bus_init DIR NAME   ports, secrets and nats.conf in DIR (server_name NAME); sets
+#   private_bus_init DIR NAME [RECORDS]
+#                               ports, secrets and nats.conf in DIR (server_name NAME); sets
 #                               port monitor_port http_port bus monitor listen records, the pass
-#                               flags in settings=(...) and the daemon's in remote=(...)
+#                               flags in settings=(...) and the daemon's in remote=(...);
+#                               RECORDS: the records file (default: the example's)
 #   private_bus_start BIN       renders the first users file (as the chart's init container
 #                               does), starts nats-server ($MESH_NATS_SERVER or the installed
 #                               one) and waits for /healthz; sets nats_pid
@@ -27,7 +29,7 @@ private_bus_init() {
   bus="nats://127.0.0.1:$port"
   monitor="http://127.0.0.1:$monitor_port"
   listen="127.0.0.1:$http_port"
-  records="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/records.json"
+  records="${3:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/records.json}"
   (umask 077; openssl rand -hex 24 >"$private_dir/reconciler.password"; openssl rand -hex 32 >"$private_dir/admin.token")
   cat >"$private_dir/nats.conf" <<CONF
 server_name: $name
