@@ -108,6 +108,18 @@ std::optional<size_t> ReplyIndex(std::string_view subject, std::string_view pref
   return index;
 }
 
+// What to do about an Authorization Violation: the two causes on-call meets look alike from the
+// server's side ("no password given" and "a wrong one"), not from ours.
+std::string AuthAdvice(const BusSettings& settings) {
+  if (settings.password.empty()) {
+    return "no password was given for user \"" + settings.user +
+           "\" (give it in MESH_RECONCILER_PASSWORD or a --password-file)";
+  }
+  return "the server refused the password given for user \"" + settings.user +
+         "\": the users file it loaded does not admit it (a password changed since the file was "
+         "rendered, another --user, or another server)";
+}
+
 }  // namespace
 
 struct BusConnection::Impl {
@@ -216,6 +228,8 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
     Status error = NatsError(s, context);
     if (impl.tls && !impl.tls->rejection().empty()) {
       error = Status(Errc::kRefused, error.message() + ": " + impl.tls->rejection());
+    } else if (s == NATS_CONNECTION_AUTH_FAILED) {
+      error = Status(Errc::kRefused, error.message() + ": " + AuthAdvice(settings));
     }
     return error;
   }

@@ -19,6 +19,26 @@ struct FlagSpec {
   std::function<std::string(Settings&, const std::string&)> set;
 };
 
+// The bus is spoken to in NATS (nats://, or tls:// for TLS from the first byte). An http://
+// address is the monitoring endpoint's (--monitor), and cnats would take a bare HOST:PORT as
+// nats:// silently, so a URL names its scheme. Called after userinfo and queries are refused,
+// so the URL may be shown.
+std::string BusSchemeProblem(const std::string& url) {
+  std::string lower;
+  for (char c : url) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.rfind("nats://", 0) == 0 || lower.rfind("tls://", 0) == 0) return {};
+  const size_t scheme_end = lower.find("://");
+  if (lower.rfind("http://", 0) == 0 || lower.rfind("https://", 0) == 0) {
+    return "--bus " + url + ": the bus speaks NATS, not HTTP: give nats://" +
+           url.substr(scheme_end + 3) +
+           " (an http:// address on port 8222 is the monitoring endpoint: --monitor)";
+  }
+  if (scheme_end == std::string::npos) {
+    return "--bus " + url + ": give the scheme: nats://" + url + " (or tls://" + url + " for TLS)";
+  }
+  return "--bus " + url + ": the scheme must be nats:// or tls://";
+}
+
 std::vector<std::string> SplitCommaList(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -55,6 +75,7 @@ const std::map<std::string, FlagSpec>& Flags() {
                      "credentials; the URL is not shown); use --user and "
                      "MESH_RECONCILER_PASSWORD or --password-file";
             }
+            if (std::string problem = BusSchemeProblem(url); !problem.empty()) return problem;
           }
           return {};
         }}},

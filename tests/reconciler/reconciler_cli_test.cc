@@ -221,6 +221,32 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
     CHECK(run.exit_code == 1);
     CHECK(run.out.find("error") != std::string::npos);
   }
+  SECTION("no password and a wrong password are told apart, each with what to do") {
+    unsetenv("MESH_RECONCILER_PASSWORD");
+    Run none =
+        RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(), true);
+    CHECK(none.exit_code == 1);
+    CHECK(none.out.find("no password was given for user \"mesh-reconciler\" (give it in "
+                        "MESH_RECONCILER_PASSWORD or a --password-file)") != std::string::npos);
+    setenv("MESH_RECONCILER_PASSWORD", "not-the-password", 1);
+    Run wrong =
+        RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(), true);
+    setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
+    CHECK(wrong.exit_code == 1);
+    CHECK(wrong.out.find("the server refused the password given for user \"mesh-reconciler\"") !=
+          std::string::npos);
+    CHECK(wrong.out.find("not-the-password") == std::string::npos);
+  }
+  SECTION("an http:// or scheme-less bus URL is a usage error naming the URL to give") {
+    const std::string port = mesh.server->url().substr(mesh.server->url().rfind(':') + 1);
+    Run http =
+        RunBinary("plan --records " + mesh.records_path + " --bus http://127.0.0.1:" + port, true);
+    CHECK(http.exit_code == 64);
+    CHECK(http.out.find("give nats://127.0.0.1:" + port) != std::string::npos);
+    Run bare = RunBinary("plan --records " + mesh.records_path + " --bus 127.0.0.1:" + port, true);
+    CHECK(bare.exit_code == 64);
+    CHECK(bare.out.find("give the scheme") != std::string::npos);
+  }
   SECTION("records invalid") {
     mesh.SetRecords("{}");
     CHECK(RunBinary("plan " + flags).exit_code == 1);

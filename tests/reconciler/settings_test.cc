@@ -56,6 +56,31 @@ TEST_CASE("--yes comes from the command line only, never the environment", "[set
   CHECK_FALSE(ParseSettings({"--yes=1"}, FakeEnv({})).ok());
 }
 
+// cnats takes a bare HOST:PORT as nats:// and fails on http:// with "no server available";
+// either way on-call learns nothing. The refusal says what to give instead.
+TEST_CASE("a bus URL names nats:// or tls://, and a wrong one says what to give", "[settings]") {
+  for (const char* good :
+       {"nats://127.0.0.1:4222", "tls://bus.example:4222", "NATS://h:1", "nats://a:1,tls://b:2"}) {
+    INFO(good);
+    CHECK(ParseSettings({"--bus", good}, FakeEnv({})).ok());
+  }
+  auto http = ParseSettings({"--bus", "http://127.0.0.1:8222"}, FakeEnv({}));
+  REQUIRE_FALSE(http.ok());
+  CHECK(http.status().message().find("give nats://127.0.0.1:8222") != std::string::npos);
+  CHECK(http.status().message().find("--monitor") != std::string::npos);
+  auto bare = ParseSettings({"--bus", "127.0.0.1:4222"}, FakeEnv({}));
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.status().message().find("give the scheme: nats://127.0.0.1:4222") !=
+        std::string::npos);
+  auto second = ParseSettings({"--bus", "nats://a:1,b:2"}, FakeEnv({}));
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().message().find("nats://b:2") != std::string::npos);
+  auto env = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_BUS", "ws://h:1"}}));
+  REQUIRE_FALSE(env.ok());
+  CHECK(env.status().message().find("MESH_RECONCILER_BUS") != std::string::npos);
+  CHECK(env.status().message().find("nats:// or tls://") != std::string::npos);
+}
+
 TEST_CASE("an unknown users scope is refused, naming the choices", "[settings]") {
   auto bad = ParseSettings({"--users-scope", "accounts"}, FakeEnv({}));
   REQUIRE_FALSE(bad.ok());
