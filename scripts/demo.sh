@@ -18,12 +18,10 @@ mode="${1:-interactive}"
 if [ -z "${MESH_BINARY:-}" ]; then
   bash scripts/install-deps.sh build demo
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build -j2 --target mesh-reconciler mesh-nats-request
+  cmake --build build -j2 --target mesh-reconciler
   bin="$root/build/mesh-reconciler"
-  request="$root/build/mesh-nats-request"
 else
   bin="$MESH_BINARY"
-  request="$(dirname "$MESH_BINARY")/mesh-nats-request"
 fi
 
 # shellcheck source=scripts/private-bus.sh
@@ -58,7 +56,7 @@ echo "== the daemon"
 daemon_pid=$!
 wait_for 20 curl -fsS "http://$listen/readyz" || { echo "the daemon did not become ready"; exit 1; }
 
-delete_cmd="$request --bus $bus --password-file $demo/reconciler.password '\$JS.API.STREAM.DELETE.EVENTS'"
+delete_cmd="$bin delete-stream EVENTS --yes ${settings[*]}"
 cat <<TEXT
 
 mesh-reconciler is running (pid $daemon_pid) against nats-server (pid $nats_pid).
@@ -73,7 +71,7 @@ Delete a stream and watch it come back (a JetStream advisory wakes the loop at o
 
 On-call:
   $bin reconcile --remote http://$listen --token-file $demo/admin.token
-  $bin hold --remote http://$listen --token-file $demo/admin.token --for 30m
+  $bin hold --remote http://$listen --token-file $demo/admin.token --for 30m --reason "$USER: why"
   $bin release --remote http://$listen --token-file $demo/admin.token
 
 TEXT
