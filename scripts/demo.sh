@@ -71,7 +71,7 @@ Delete a stream and watch it come back (a JetStream advisory wakes the loop at o
 
 On-call:
   $bin reconcile --remote http://$listen --token-file $demo/admin.token
-  $bin hold --remote http://$listen --token-file $demo/admin.token --for 30m --reason "$USER: why"
+  $bin hold --remote http://$listen --token-file $demo/admin.token --for 30m --reason "\$USER: why"
   $bin release --remote http://$listen --token-file $demo/admin.token
 
 TEXT

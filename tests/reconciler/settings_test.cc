@@ -46,7 +46,8 @@ TEST_CASE("users scope, lease and prune come from the flags or the environment",
 
 // A deletion's confirmation is typed each time: MESH_RECONCILER_YES left in a shell or a pod
 // spec must not confirm every later delete-stream.
-TEST_CASE("--yes comes from the command line only, never the environment", "[settings]") {
+TEST_CASE("A deletion's --yes comes from the command line only, never the environment",
+          "[settings]") {
   auto none = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_YES", "1"}}));
   REQUIRE(none.ok());
   CHECK(none->confirm == Confirm::kNo);
