@@ -241,6 +241,11 @@ Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
 
 namespace {
 
+// Who asked, for a log line: the client's address, "unknown" when the server could not tell.
+std::string ByForLog(const std::string& by) {
+  return by.empty() ? std::string("unknown") : by;
+}
+
 // "none given" rather than an empty value: the log line then reads the same whatever the
 // person typed, and a grep for reason= finds every hold.
 std::string ReasonForLog(const std::string& reason) {
@@ -269,7 +274,7 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldReque
   }
   wake_cv_.notify_all();  // the loop's next deadline changed
   Log(LogLevel::kInfo, 0, "held: passes observe only",
-      {{"by", request.by.empty() ? std::string("unknown") : request.by},
+      {{"by", ByForLog(request.by)},
        {"reason", ReasonForLog(request.reason)},
        {"for_ms", duration.count()},
        {"until", FormatRfc3339Millis(state.until_unix_ms)}});
@@ -292,9 +297,9 @@ bool Loop::Release(const HoldRequest& request) {
   wake_cv_.notify_all();
   if (was_held) {
     Log(LogLevel::kInfo, 0, "released: passes apply again",
-        {{"by", request.by.empty() ? std::string("unknown") : request.by},
+        {{"by", ByForLog(request.by)},
          {"reason", ReasonForLog(request.reason)},
-         {"held_by", ended.by.empty() ? std::string("unknown") : ended.by},
+         {"held_by", ByForLog(ended.by)},
          {"held_reason", ReasonForLog(ended.reason)}});
   }
   return was_held;
@@ -443,7 +448,7 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
     pending_ |= Bit(Trigger::kPeriodic);
     if (metrics_ != nullptr) metrics_->SetHeld(false);
     Log(LogLevel::kInfo, 0, "hold expired: passes apply again",
-        {{"held_by", hold_request_.by.empty() ? std::string("unknown") : hold_request_.by},
+        {{"held_by", ByForLog(hold_request_.by)},
          {"held_reason", ReasonForLog(hold_request_.reason)}});
     hold_request_ = {};
   }
