@@ -373,17 +373,6 @@ std::string PercentEncode(const std::string& text) {
 }
 
 // What the daemon would refuse, refused here as a usage error (the daemon says the same).
-std::string ReasonProblem(const std::string& reason) {
-  if (reason.size() > kMaxReasonBytes) {
-    return "--reason: at most " + std::to_string(kMaxReasonBytes) + " bytes";
-  }
-  for (const char c : reason) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) return "--reason: no control characters (newlines, tabs)";
-  }
-  return {};
-}
-
 }  // namespace
 
 int RunHold(Settings& settings) {
@@ -391,8 +380,8 @@ int RunHold(Settings& settings) {
   if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
     return Usage(kCommand, "--for: more than 0 and at most 24h");
   }
-  if (std::string problem = ReasonProblem(settings.reason); !problem.empty()) {
-    return Usage(kCommand, problem);
+  if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
+    return Usage(kCommand, "--reason: " + problem);
   }
   std::string target = "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms";
   if (!settings.reason.empty()) target += "&reason=" + PercentEncode(settings.reason);
@@ -413,8 +402,8 @@ int RunHold(Settings& settings) {
 
 int RunRelease(Settings& settings) {
   constexpr const char* kCommand = "release";
-  if (std::string problem = ReasonProblem(settings.reason); !problem.empty()) {
-    return Usage(kCommand, problem);
+  if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
+    return Usage(kCommand, "--reason: " + problem);
   }
   std::string target = "/release";
   if (!settings.reason.empty()) target += "?reason=" + PercentEncode(settings.reason);

@@ -123,8 +123,7 @@ std::optional<std::map<std::string, std::string>> ParseQuery(std::string_view qu
   return params;
 }
 
-// Valid UTF-8 (RapidJSON's decoder: shortest forms, no surrogates) without control characters
-// (C0, DEL, C1); what may go into a log line as a person's words.
+// Valid UTF-8 (RapidJSON's decoder: shortest forms, no surrogates) without control characters.
 bool IsPrintableUtf8(std::string_view text) {
   rapidjson::MemoryStream stream(text.data(), text.size());
   while (stream.Tell() < text.size()) {
@@ -140,12 +139,8 @@ std::optional<std::string> ReasonParam(const std::map<std::string, std::string>&
                                        std::string* error) {
   auto it = params.find("reason");
   if (it == params.end()) return std::string();
-  if (it->second.size() > kMaxReasonBytes) {
-    *error = "reason: at most " + std::to_string(kMaxReasonBytes) + " bytes";
-    return std::nullopt;
-  }
-  if (!IsPrintableUtf8(it->second)) {
-    *error = "reason: UTF-8 text without control characters";
+  if (std::string problem = HoldReasonProblem(it->second); !problem.empty()) {
+    *error = "reason: " + problem;
     return std::nullopt;
   }
   return it->second;
@@ -345,6 +340,14 @@ HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
     if (token.empty() || !TokenMatches(token, *expected)) return Unauthorized();
   }
   return Dispatch(state, path, query, request.peer);
+}
+
+std::string HoldReasonProblem(std::string_view reason) {
+  if (reason.size() > kMaxReasonBytes) {
+    return "at most " + std::to_string(kMaxReasonBytes) + " bytes";
+  }
+  if (!IsPrintableUtf8(reason)) return "UTF-8 text without control characters";
+  return {};
 }
 
 }  // namespace mesh::reconciler

@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct HttpRequest {
 };
 
 inline constexpr size_t kMaxReasonBytes = 200;
+// Why a hold's or release's reason is not acceptable, or "" when it is: at most
+// kMaxReasonBytes of valid UTF-8 without control characters (C0, DEL, C1), what may go into a
+// log line as a person's words. The one check for the endpoint and for the CLI, which refuses
+// before sending.
+std::string HoldReasonProblem(std::string_view reason);
 inline constexpr const char* kHoldSchema = "mesh-reconciler/hold/v1";
 inline constexpr const char* kReleaseSchema = "mesh-reconciler/release/v1";
 

@@ -465,6 +465,16 @@ TEST_CASE("While held a deleted stream is left alone, after release it is repair
   CliResult refused_reason = RunCli(forged);
   CHECK(refused_reason.exit_code == 64);
   CHECK(refused_reason.output.find("--reason") != std::string::npos);
+  // Not UTF-8, or a C1 control: the CLI applies the endpoint's own check (it used to pass
+  // these on and print the daemon's 400 as an error, exit 1).
+  for (const char* reason : {"caf\xff", "next\xc2\x85line"}) {
+    std::vector<std::string> bad = f.Remote("hold");
+    bad.insert(bad.end(), {"--reason", reason});
+    CliResult refused = RunCli(bad);
+    CHECK(refused.exit_code == 64);
+    CHECK(refused.output.find("--reason: UTF-8 text without control characters") !=
+          std::string::npos);
+  }
   CHECK(f.Metric("mesh_reconciler_held") == 0);
   f.Stop();
 }

@@ -240,6 +240,19 @@ TEST_CASE("A hold's reason is percent-decoded and bounded, who is the client's a
   }
 }
 
+// The one check the endpoint and the CLI share (cmd_daemon.cc refuses before sending).
+TEST_CASE("HoldReasonProblem: bounded UTF-8 text without control characters", "[http]") {
+  CHECK(HoldReasonProblem("").empty());
+  CHECK(HoldReasonProblem("caf\u00e9 \u2014 restore DECL").empty());
+  CHECK(HoldReasonProblem(std::string(kMaxReasonBytes, 'x')).empty());
+  CHECK(HoldReasonProblem(std::string(kMaxReasonBytes + 1, 'x')) == "at most 200 bytes");
+  for (const char* bad : {"a\nb", "tab\t", "del\x7f", "nel\xc2\x85", "\xff", "\xc0\xaf",
+                          "\xed\xa0\x80", "\xe2\x80"}) {
+    INFO(bad);
+    CHECK(HoldReasonProblem(bad) == "UTF-8 text without control characters");
+  }
+}
+
 TEST_CASE("POST /release ends the hold", "[http]") {
   FakeState state;
   HttpReply reply = HandleRequest(state, Post("/release"));
