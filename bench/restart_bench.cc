@@ -259,7 +259,9 @@ int main() {
            jsz->consumers >= static_cast<int64_t>(desired->consumers.size());
   };
   auto missing = [](DaemonProcess& d, const char* kind) {
-    return d.Metric(std::string("mesh_drift_objects{kind=\"") + kind + "\",state=\"missing\"}")
+    return d
+        .Metric(std::string("mesh_reconciler_drift_objects{kind=\"") + kind +
+                "\",state=\"missing\"}")
         .value_or(-1);
   };
   {
@@ -304,7 +306,7 @@ int main() {
     }
     const bool hashed = WaitFor(
         [&] {
-          return daemon->Metric("mesh_credentials_pending").value_or(-1) == 0 &&
+          return daemon->Metric("mesh_reconciler_credentials_pending").value_or(-1) == 0 &&
                  daemon->log().find("hashing finished") != std::string::npos;
         },
         std::chrono::minutes(30));

@@ -87,7 +87,7 @@ class BusConnection {
 
   // notAfter (Unix seconds) of the certificate the server presented on the latest TLS
   // handshake; nullopt on a plaintext connection. The source of
-  // mesh_bus_certificate_expiry_timestamp_seconds. Thread-safe.
+  // mesh_reconciler_bus_certificate_expiry_timestamp_seconds. Thread-safe.
   std::optional<int64_t> certificate_expiry() const;
 
   // The cnats connection, for cnats APIs this class does not wrap (the lease's KV store). Owned

@@ -139,7 +139,7 @@ reconnect, or when the records file, the users file or the token file changes on
 during a pass are coalesced into one following pass. A failed pass is retried with backoff
 (1 s doubling up to 60 s, never more than the interval). The bus being unreachable is not fatal:
 the endpoints are served and the reconciler keeps trying. Invalid records: the last valid ones
-stay in force, mesh_records_valid is 0 and /readyz says why.
+stay in force, mesh_reconciler_records_valid is 0 and /readyz says why.
 
 HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /metrics          Prometheus metrics

@@ -2,6 +2,9 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <stdexcept>
+#include <type_traits>
+
 #include "reconciler/process_metrics.h"
 
 namespace mesh::reconciler {
@@ -46,6 +49,27 @@ std::optional<const char*> AttemptResult(Outcome outcome) {
   return "failure";
 }
 
+// The builder of a family of M (prometheus::BuildGauge and the like).
+template <typename M>
+prometheus::detail::Builder<M> Build() {
+  if constexpr (std::is_same_v<M, prometheus::Gauge>) {
+    return prometheus::BuildGauge();
+  } else if constexpr (std::is_same_v<M, prometheus::Counter>) {
+    return prometheus::BuildCounter();
+  } else {
+    static_assert(std::is_same_v<M, prometheus::Histogram>);
+    return prometheus::BuildHistogram();
+  }
+}
+
+// The 0.1.0 name of the metric now called `name`.
+std::string_view DeprecatedName(std::string_view name) {
+  for (const RenamedMetric& renamed : kRenamedMetrics) {
+    if (renamed.name == name) return renamed.deprecated;
+  }
+  throw std::logic_error("metric " + std::string(name) + " is not in kRenamedMetrics");
+}
+
 }  // namespace
 
 const char* ToString(PassResult v) {
@@ -66,78 +90,76 @@ PassResult PassSucceeded(const PassReport& report) {
                                                            : PassResult::kFailure;
 }
 
+template <typename M>
+Metrics::TwinFamily<M> Metrics::RegisterRenamed(prometheus::Registry& registry,
+                                                std::string_view name, const std::string& help) {
+  const std::string current(name);
+  return {&Build<M>().Name(current).Help(help).Register(registry),
+          &Build<M>()
+               .Name(std::string(DeprecatedName(name)))
+               .Help("Deprecated: renamed to " + current + "; removed in 0.2.0. " + help)
+               .Register(registry)};
+}
+
 Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMode lease)
     : registry_(std::make_shared<prometheus::Registry>()),
-      drift_(prometheus::BuildGauge()
-                 .Name("mesh_drift_objects")
-                 .Help("Objects drifting from the records after the last pass, by kind and state")
-                 .Register(*registry_)),
-      passes_(prometheus::BuildCounter()
-                  .Name("mesh_reconcile_passes_total")
-                  .Help("Reconcile passes, by what triggered them and their result")
-                  .Register(*registry_)),
-      duration_family_(prometheus::BuildHistogram()
-                           .Name("mesh_reconcile_duration_seconds")
-                           .Help("Duration of reconcile passes")
-                           .Register(*registry_)),
-      duration_(duration_family_.Add({}, DurationBuckets())),
-      last_success_(prometheus::BuildGauge()
-                        .Name("mesh_reconcile_last_success_timestamp_seconds")
-                        .Help("Unix time at which the last successful pass ended; 0 if none")
-                        .Register(*registry_)
+      drift_(RegisterRenamed<prometheus::Gauge>(
+          *registry_, "mesh_reconciler_drift_objects",
+          "Objects drifting from the records after the last pass, by kind and state")),
+      passes_(RegisterRenamed<prometheus::Counter>(
+          *registry_, "mesh_reconciler_passes_total",
+          "Reconcile passes, by what triggered them and their result")),
+      duration_(RegisterRenamed<prometheus::Histogram>(*registry_,
+                                                       "mesh_reconciler_pass_duration_seconds",
+                                                       "Duration of reconcile passes")
+                    .Add({}, DurationBuckets())),
+      last_success_(RegisterRenamed<prometheus::Gauge>(
+                        *registry_, "mesh_reconciler_last_success_timestamp_seconds",
+                        "Unix time at which the last successful pass ended; 0 if none")
                         .Add({})),
-      repairs_(prometheus::BuildCounter()
-                   .Name("mesh_repairs_total")
-                   .Help("Repair actions attempted, by object kind, action and result")
-                   .Register(*registry_)),
-      bus_connected_(prometheus::BuildGauge()
-                         .Name("mesh_bus_connected")
-                         .Help("1 while the reconciler is connected to the bus")
-                         .Register(*registry_)
-                         .Add({})),
-      records_valid_(prometheus::BuildGauge()
-                         .Name("mesh_records_valid")
-                         .Help("1 when the records file last read was valid")
-                         .Register(*registry_)
-                         .Add({})),
-      writes_(prometheus::BuildCounter()
-                  .Name("mesh_users_file_writes_total")
-                  .Help("Users file writes (temporary file, fsync, rename), by result")
-                  .Register(*registry_)),
-      reloads_(prometheus::BuildCounter()
-                   .Name("mesh_users_file_reloads_total")
-                   .Help("Server reloads of the users file (SIGHUP, confirmed), by result")
-                   .Register(*registry_)),
+      repairs_(RegisterRenamed<prometheus::Counter>(
+          *registry_, "mesh_reconciler_repairs_total",
+          "Repair actions attempted, by object kind, action and result")),
+      bus_connected_(
+          RegisterRenamed<prometheus::Gauge>(*registry_, "mesh_reconciler_bus_connected",
+                                             "1 while the reconciler is connected to the bus")
+              .Add({})),
+      records_valid_(
+          RegisterRenamed<prometheus::Gauge>(*registry_, "mesh_reconciler_records_valid",
+                                             "1 when the records file last read was valid")
+              .Add({})),
+      writes_(RegisterRenamed<prometheus::Counter>(
+          *registry_, "mesh_reconciler_users_file_writes_total",
+          "Users file writes (temporary file, fsync, rename), by result")),
+      reloads_(RegisterRenamed<prometheus::Counter>(
+          *registry_, "mesh_reconciler_users_file_reloads_total",
+          "Server reloads of the users file (SIGHUP, confirmed), by result")),
       held_(prometheus::BuildGauge()
                 .Name("mesh_reconciler_held")
                 .Help("1 while on-call holds the reconciler (passes observe only)")
                 .Register(*registry_)
                 .Add({})),
-      exceptions_(
-          prometheus::BuildCounter()
-              .Name("mesh_reconcile_exceptions_total")
-              .Help(
-                  "Passes and lease rounds that ended in an exception (a bug); the loop carried on")
-              .Register(*registry_)
-              .Add({})),
+      exceptions_(RegisterRenamed<prometheus::Counter>(
+                      *registry_, "mesh_reconciler_exceptions_total",
+                      "Passes and lease rounds that ended in an exception (a bug); the loop "
+                      "carried on")
+                      .Add({})),
       lease_holder_(prometheus::BuildGauge()
                         .Name("mesh_reconciler_lease_holder")
                         .Help("1 when this instance may apply repairs (always 1 standalone)")
                         .Register(*registry_)
                         .Add({})),
-      credentials_pending_(
-          prometheus::BuildGauge()
-              .Name("mesh_credentials_pending")
-              .Help("Plain passwords still being hashed; the users file waits for them")
-              .Register(*registry_)
-              .Add({})) {
+      credentials_pending_(RegisterRenamed<prometheus::Gauge>(
+                               *registry_, "mesh_reconciler_credentials_pending",
+                               "Plain passwords still being hashed; the users file waits for them")
+                               .Add({})) {
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
-          &drift_.Add({{"kind", ToString(kKinds[k])}, {"state", ToString(kStates[s])}});
+          drift_.Add({{"kind", ToString(kKinds[k])}, {"state", ToString(kStates[s])}});
     }
   }
-  for (auto* family : {&writes_, &reloads_}) {
+  for (const auto* family : {&writes_, &reloads_}) {
     family->Add({{"result", "success"}});
     family->Add({{"result", "failure"}});
   }
@@ -164,7 +186,7 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
       ++counts[static_cast<size_t>(entry.kind)][static_cast<size_t>(entry.state)];
     }
     for (size_t k = 0; k < kKinds.size(); ++k) {
-      for (size_t s = 0; s < kStates.size(); ++s) drift_cells_[k][s]->Set(counts[k][s]);
+      for (size_t s = 0; s < kStates.size(); ++s) drift_cells_[k][s].Set(counts[k][s]);
     }
   }
   for (const ActionOutcome& outcome : report.outcomes) {
@@ -207,12 +229,12 @@ void Metrics::SetHeld(bool held) {
 void Metrics::SetCertificateExpiry(std::optional<int64_t> unix_seconds) {
   if (!unix_seconds) return;
   std::lock_guard<std::mutex> lock(certificate_mutex_);
-  if (certificate_expiry_ == nullptr) {
-    certificate_expiry_ = &prometheus::BuildGauge()
-                               .Name("mesh_bus_certificate_expiry_timestamp_seconds")
-                               .Help("Unix time at which the bus's TLS certificate expires")
-                               .Register(*registry_)
-                               .Add({});
+  if (!certificate_expiry_) {
+    certificate_expiry_ =
+        RegisterRenamed<prometheus::Gauge>(
+            *registry_, "mesh_reconciler_bus_certificate_expiry_timestamp_seconds",
+            "Unix time at which the bus's TLS certificate expires")
+            .Add({});
   }
   certificate_expiry_->Set(static_cast<double>(*unix_seconds));
 }

@@ -732,7 +732,8 @@ LeaseState Reconciler::lease_state() const {
 }
 
 bool Reconciler::bus_connected() const {
-  // A server that stopped answering is not a bus one is connected to (mesh_bus_connected).
+  // A server that stopped answering is not a bus one is connected to
+  // (mesh_reconciler_bus_connected).
   return impl_->bus && impl_->bus->connected() && impl_->bus->answering();
 }
 

@@ -74,8 +74,8 @@ enum class ActionKind {
   kDeleteConsumer,
 };
 const char* ToString(ActionKind v);  // "write_users_file", "create_stream", ...
-// Metric labels for mesh_repairs_total{kind,action}: kind as ObjectKind, action "create" |
-// "update" | "delete" | "write" | "reload".
+// Metric labels for mesh_reconciler_repairs_total{kind,action}: kind as ObjectKind, action "create"
+// | "update" | "delete" | "write" | "reload".
 ObjectKind KindOf(ActionKind v);
 const char* VerbOf(ActionKind v);
 

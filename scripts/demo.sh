@@ -61,13 +61,13 @@ cat <<TEXT
 
 mesh-reconciler is running (pid $daemon_pid) against nats-server (pid $nats_pid).
 
-  metrics:       curl -s http://$listen/metrics | grep ^mesh_
+  metrics:       curl -s http://$listen/metrics | grep ^mesh_reconciler_
   drift report:  curl -s http://$listen/drift
   readiness:     curl -s http://$listen/readyz
 
 Delete a stream and watch it come back (a JetStream advisory wakes the loop at once):
   $delete_cmd
-  curl -s http://$listen/metrics | grep -E '^mesh_repairs_total'
+  curl -s http://$listen/metrics | grep -E '^mesh_reconciler_repairs_total'
 
 On-call:
   $bin reconcile --remote http://$listen --token-file $demo/admin.token
@@ -81,7 +81,7 @@ if [ "$mode" = "--check" ]; then
   eval "$delete_cmd"
   # Converged again once the daemon has recreated it: plan exits 0.
   wait_for 20 "$bin" plan "${settings[@]}" || { echo "EVENTS was not recreated"; exit 1; }
-  curl -fsS "http://$listen/metrics" | grep -E '^mesh_repairs_total\{.*kind="stream".*\} [1-9]' \
+  curl -fsS "http://$listen/metrics" | grep -E '^mesh_reconciler_repairs_total\{.*kind="stream".*\} [1-9]' \
     || { echo "no stream repair counted"; exit 1; }
   echo "demo check: the deleted stream came back"
   exit 0

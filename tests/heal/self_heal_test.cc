@@ -187,7 +187,7 @@ struct HealFixture {
   double Metric(const std::string& series) const { return daemon->Metric(series).value_or(-1); }
   double Passes(const std::string& trigger, const std::string& result) const {
     return daemon
-        ->Metric("mesh_reconcile_passes_total{result=\"" + result + "\",trigger=\"" + trigger +
+        ->Metric("mesh_reconciler_passes_total{result=\"" + result + "\",trigger=\"" + trigger +
                  "\"}")
         .value_or(0);
   }
@@ -346,11 +346,11 @@ TEST_CASE("While the users file cannot be written /readyz is unready, and ready 
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
 }
 
-TEST_CASE("A frozen server shows in mesh_bus_connected when a pass's requests time out",
+TEST_CASE("A frozen server shows in mesh_reconciler_bus_connected when a pass's requests time out",
           "[faults][integration][daemon][server]") {
   HealFixture f;
   REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
-  REQUIRE(f.Metric("mesh_bus_connected") == 1);
+  REQUIRE(f.Metric("mesh_reconciler_bus_connected") == 1);
   struct Thaw {  // whatever happens below, the server must not stay frozen
     mesh::testing::NatsServer& server;
     ~Thaw() { server.Thaw(); }
@@ -361,13 +361,13 @@ TEST_CASE("A frozen server shows in mesh_bus_connected when a pass's requests ti
   Result<PassReport> frozen = f.Reconcile();
   REQUIRE(frozen.ok());
   CHECK_FALSE(frozen->status.ok());
-  CHECK(f.Metric("mesh_bus_connected") == 0);
+  CHECK(f.Metric("mesh_reconciler_bus_connected") == 0);
   CHECK(f.Readyz().rfind("503 bus unreachable", 0) == 0);
   f.mesh.server->Thaw();
   const bool back = WaitFor(
       [&] {
         Result<PassReport> report = f.Reconcile();
-        return report.ok() && report->converged() && f.Metric("mesh_bus_connected") == 1;
+        return report.ok() && report->converged() && f.Metric("mesh_reconciler_bus_connected") == 1;
       },
       seconds(60));
   INFO(f.daemon->log());

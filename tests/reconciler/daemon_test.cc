@@ -136,8 +136,9 @@ class DaemonFixture {
 };
 
 const std::string kStreamsCreated =
-    "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
-const std::string kStreamsMissing = "mesh_drift_objects{kind=\"stream\",state=\"missing\"}";
+    "mesh_reconciler_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
+const std::string kStreamsMissing =
+    "mesh_reconciler_drift_objects{kind=\"stream\",state=\"missing\"}";
 
 TEST_CASE("run refuses a non-loopback listener without a token file", "[daemon]") {
   CliResult result = RunCli({"run", "--records", "/nonexistent/records.json", "--listen",
@@ -154,7 +155,7 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
   const double created_before = f.Metric(kStreamsCreated);
   const double advisory_passes_before =
-      f.daemon_->Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}")
+      f.daemon_->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
           .value_or(0);
 
   const auto start = std::chrono::steady_clock::now();
@@ -163,12 +164,12 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < seconds(5));  // the interval is 1 h: only the advisory can explain this
   REQUIRE(WaitFor([&] { return f.Metric(kStreamsCreated) == created_before + 1; }));
-  CHECK(f.Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}") >
+  CHECK(f.Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}") >
         advisory_passes_before);
   f.WaitConverged();
   CHECK(f.Metric(kStreamsMissing) == 0);
-  CHECK(f.Metric("mesh_bus_connected") == 1);
-  CHECK(f.Metric("mesh_records_valid") == 1);
+  CHECK(f.Metric("mesh_reconciler_bus_connected") == 1);
+  CHECK(f.Metric("mesh_reconciler_records_valid") == 1);
   auto ready = f.daemon_->Get("/readyz");
   REQUIRE(ready.ok());
   CHECK(ready->status == 200);
@@ -238,7 +239,7 @@ TEST_CASE("After the server is killed and its store wiped, the daemon reconnects
   f.WaitConverged();
   f.mesh_.server->Kill();
   f.mesh_.server->WipeStore();
-  REQUIRE(WaitFor([&] { return f.Metric("mesh_bus_connected") == 0; }));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_reconciler_bus_connected") == 0; }));
   f.mesh_.server->Restart();
   const bool restored = WaitFor(
       [&] {
@@ -250,7 +251,7 @@ TEST_CASE("After the server is killed and its store wiped, the daemon reconnects
       seconds(60));
   INFO(f.daemon_->log());
   REQUIRE(restored);
-  REQUIRE(WaitFor([&] { return f.Metric("mesh_bus_connected") == 1; }));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_reconciler_bus_connected") == 1; }));
   f.WaitConverged();
   f.Stop();
 }
@@ -275,7 +276,7 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
   CHECK(log.find("own_entry_first=true") != std::string::npos);
   CHECK(log.find("hashing finished") != std::string::npos);
   for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
-  CHECK(f.Metric("mesh_credentials_pending") == 0);
+  CHECK(f.Metric("mesh_reconciler_credentials_pending") == 0);
   // The users file was rewritten at the new cost, and the server accepts every entry.
   const std::string users = mesh::testing::ReadFile(f.mesh_.server->users_file());
   CHECK(users.find("$2b$04$") == std::string::npos);
@@ -306,7 +307,7 @@ TEST_CASE("The bus unreachable at start is not fatal: endpoints served, then it 
   auto health = f.daemon_->Get("/healthz");
   REQUIRE(health.ok());
   CHECK(health->status == 200);
-  CHECK(f.Metric("mesh_bus_connected") == 0);
+  CHECK(f.Metric("mesh_reconciler_bus_connected") == 0);
   f.mesh_.server->Restart();
   REQUIRE(WaitFor(
       [&] {
@@ -345,7 +346,8 @@ TEST_CASE("A real Prometheus scrapes the daemon", "[daemon][integration][server]
     if (!result.IsArray() || result.Empty()) return "";
     return result[0]["value"][1].GetString();
   };
-  const bool scraped = WaitFor([&] { return value_of("mesh_bus_connected") == "1"; }, seconds(90));
+  const bool scraped =
+      WaitFor([&] { return value_of("mesh_reconciler_bus_connected") == "1"; }, seconds(90));
   std::string up = value_of("up");
   std::string build_info = value_of("mesh_reconciler_build_info");
   kill(prometheus, SIGTERM);
@@ -488,7 +490,7 @@ TEST_CASE("Invalid records change nothing and say why, fixed records resume",
   // Invalid (an unknown key), and asking for a new stream: none of it may be applied.
   ReplaceFile(f.mesh_.records_path, Replace(RecordsWithExtraRole(), "\"mesh\": \"demo\",",
                                             "\"mesh\": \"demo\", \"typo\": 1,"));
-  REQUIRE(WaitFor([&] { return f.Metric("mesh_records_valid") == 0; }));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_reconciler_records_valid") == 0; }));
   auto ready = f.daemon_->Get("/readyz");
   REQUIRE(ready.ok());
   CHECK(ready->status == 503);
@@ -502,7 +504,7 @@ TEST_CASE("Invalid records change nothing and say why, fixed records resume",
 
   ReplaceFile(f.mesh_.records_path, RecordsWithExtraRole());
   REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_mesh-extra"); }, kRepairDeadline));
-  REQUIRE(WaitFor([&] { return f.Metric("mesh_records_valid") == 1; }));
+  REQUIRE(WaitFor([&] { return f.Metric("mesh_reconciler_records_valid") == 1; }));
   REQUIRE(WaitFor([&] {
     auto r = f.daemon_->Get("/readyz");
     return r.ok() && r->status == 200;
@@ -597,9 +599,11 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
   // Passes woken by advisories, whatever their result: on 2.9 a consumer created on a stream
   // recreated a moment ago can be refused (10012, issue 11 item 3), failing that pass.
   auto advisory_passes = [&] {
-    return f.daemon_->Metric("mesh_reconcile_passes_total{result=\"success\",trigger=\"advisory\"}")
+    return f.daemon_
+               ->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
                .value_or(0) +
-           f.daemon_->Metric("mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"}")
+           f.daemon_
+               ->Metric("mesh_reconciler_passes_total{result=\"failure\",trigger=\"advisory\"}")
                .value_or(0);
   };
   // The ORDERS creation may wake one pass (no scope yet names it foreign); let it finish.

@@ -31,7 +31,7 @@ TEST_CASE("GET endpoints answer from the state", "[http]") {
   FakeState state;
   HttpReply metrics = HandleRequest(state, Get("/metrics"));
   CHECK(metrics.status == 200);
-  CHECK(metrics.body == "mesh_bus_connected 1\n");
+  CHECK(metrics.body == "mesh_reconciler_bus_connected 1\n");
   CHECK(metrics.content_type.find("text/plain; version=0.0.4") == 0);
 
   CHECK(HandleRequest(state, Get("/healthz")).status == 200);

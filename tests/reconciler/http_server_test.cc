@@ -24,7 +24,7 @@ constexpr auto kClientTimeout = std::chrono::seconds(5);
 // A daemon stand-in whose forced pass blocks until the test lets it go.
 class BlockingState : public HttpState {
  public:
-  std::string MetricsText() const override { return "mesh_bus_connected 1\n"; }
+  std::string MetricsText() const override { return "mesh_reconciler_bus_connected 1\n"; }
   Health health() const override { return {true, "alive"}; }
   Readiness readiness() const override { return {true, "ready"}; }
   std::shared_ptr<const std::string> LastReportJson() const override { return nullptr; }
@@ -127,7 +127,7 @@ TEST_CASE("The server answers GETs and keeps the connection alive", "[http]") {
       observers::HttpGet(Url(*server, "/metrics"), kClientTimeout);
   REQUIRE(metrics.ok());
   CHECK(metrics->status == 200);
-  CHECK(metrics->body == "mesh_bus_connected 1\n");
+  CHECK(metrics->body == "mesh_reconciler_bus_connected 1\n");
 
   RawClient client(server->port());
   client.Send(

@@ -190,7 +190,7 @@ void RequireServes(const HttpServer& server, const Pki& pki) {
   INFO(metrics.status().ToString());
   REQUIRE(metrics.ok());
   CHECK(metrics->status == 200);
-  CHECK(metrics->body == "mesh_bus_connected 1\n");
+  CHECK(metrics->body == "mesh_reconciler_bus_connected 1\n");
 }
 
 TEST_CASE("An HTTPS listener serves clients that trust its CA, and only them", "[http][tls]") {

@@ -263,11 +263,11 @@ TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop
   const auto calls = runner.calls();
   for (size_t i = 1; i < 6; ++i) CHECK(calls[i].trigger == Trigger::kRetry);
   const std::string text = metrics.Serialize();
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
         std::string::npos);
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"waiting\",trigger=\"retry\"} 4") !=
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"retry\"} 4") !=
         std::string::npos);
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
         std::string::npos);
 }
 
@@ -288,9 +288,9 @@ TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
   CHECK(runner.calls()[1].trigger == Trigger::kRetry);
   const std::string text = metrics.Serialize();
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"failure\",trigger=\"start\"} 1") !=
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"failure\",trigger=\"start\"} 1") !=
         std::string::npos);
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
         std::string::npos);
 }
 
@@ -425,8 +425,8 @@ TEST_CASE("An exception in a pass is counted and the loop survives", "[loop]") {
   REQUIRE(WaitFor([&] { return loop.passes_finished() >= 3; }));
   CHECK(Forced(loop).status.ok());
   const std::string text = metrics.Serialize();
-  CHECK(text.find("mesh_reconcile_exceptions_total 1") != std::string::npos);
-  CHECK(text.find("mesh_reconcile_passes_total{result=\"failure\",trigger=\"forced\"} 1") !=
+  CHECK(text.find("mesh_reconciler_exceptions_total 1") != std::string::npos);
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"failure\",trigger=\"forced\"} 1") !=
         std::string::npos);
 }
 
@@ -471,7 +471,7 @@ TEST_CASE("Bus events: reconnect wakes a pass, disconnect marks the bus down", "
   sink(observers::BusEvent::kDisconnected, "");
   CHECK_FALSE(loop.readiness().ready);
   CHECK(loop.readiness().reason.find("bus unreachable") == 0);
-  CHECK(metrics.Serialize().find("mesh_bus_connected 0") != std::string::npos);
+  CHECK(metrics.Serialize().find("mesh_reconciler_bus_connected 0") != std::string::npos);
 
   sink(observers::BusEvent::kReconnected, "");
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
@@ -484,7 +484,7 @@ TEST_CASE("Bus events: reconnect wakes a pass, disconnect marks the bus down", "
   sink(observers::BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS");
   CHECK(Forced(loop).pass_id == 4);
   CHECK(loop.readiness().ready);
-  CHECK(metrics.Serialize().find("mesh_bus_connected 1") != std::string::npos);
+  CHECK(metrics.Serialize().find("mesh_reconciler_bus_connected 1") != std::string::npos);
 }
 
 TEST_CASE("Only lifecycle advisories wake passes", "[loop]") {

@@ -6,6 +6,10 @@
 #include <ctime>
 #include <initializer_list>
 #include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "reconciler/process_metrics.h"
 #include "tests/reconciler/daemon_support.h"
@@ -41,6 +45,35 @@ ActionOutcome OutcomeOf(ActionKind kind, Outcome outcome) {
   return result;
 }
 
+// The samples of family `family` in the exposition `text`, each with the family's name cut off
+// ("{labels} value", or "_bucket{le=...} value" and the like for a histogram), in order.
+std::vector<std::string> SamplesOf(const std::string& text, std::string_view family) {
+  std::vector<std::string> samples;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string series = line.substr(0, line.find_first_of("{ "));
+    for (const std::string suffix : {"", "_bucket", "_sum", "_count"}) {
+      if (series == std::string(family) + suffix) {
+        samples.push_back(line.substr(family.size()));
+        break;
+      }
+    }
+  }
+  return samples;
+}
+
+// The text after "# <kind> <family> " (kind HELP or TYPE), nullopt without such a line.
+std::optional<std::string> CommentOf(const std::string& text, const std::string& kind,
+                                     std::string_view family) {
+  const std::string head = "# " + kind + " " + std::string(family) + " ";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, head.size(), head) == 0) return line.substr(head.size());
+  }
+  return std::nullopt;
+}
+
 PassReport BusyPass() {
   PassReport report;
   report.pass_id = 7;
@@ -66,27 +99,27 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
   for (const char* kind : {"users_file", "stream", "consumer"}) {
     for (const char* state : {"missing", "differs", "unexpected"}) {
       INFO(kind << " " << state);
-      CHECK(Has(text, std::string("mesh_drift_objects{kind=\"") + kind + "\",state=\"" + state +
-                          "\"} 0"));
+      CHECK(Has(text, std::string("mesh_reconciler_drift_objects{kind=\"") + kind + "\",state=\"" +
+                          state + "\"} 0"));
     }
   }
   CheckHasAll(
       text,
       {"mesh_reconciler_build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1",
-       "mesh_reconciler_lease_holder 1", "mesh_reconciler_held 0", "mesh_bus_connected 0",
-       "mesh_records_valid 0", "mesh_reconcile_exceptions_total 0",
-       "mesh_reconcile_last_success_timestamp_seconds 0",
-       "mesh_users_file_reloads_total{result=\"success\"} 0",
-       "mesh_users_file_reloads_total{result=\"failure\"} 0",
-       "mesh_users_file_writes_total{result=\"success\"} 0",
-       "mesh_users_file_writes_total{result=\"failure\"} 0",
-       "# TYPE mesh_reconcile_duration_seconds histogram",
+       "mesh_reconciler_lease_holder 1", "mesh_reconciler_held 0",
+       "mesh_reconciler_bus_connected 0", "mesh_reconciler_records_valid 0",
+       "mesh_reconciler_exceptions_total 0", "mesh_reconciler_last_success_timestamp_seconds 0",
+       "mesh_reconciler_users_file_reloads_total{result=\"success\"} 0",
+       "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 0",
+       "mesh_reconciler_users_file_writes_total{result=\"success\"} 0",
+       "mesh_reconciler_users_file_writes_total{result=\"failure\"} 0",
+       "# TYPE mesh_reconciler_pass_duration_seconds histogram",
        // The standard process metrics, read from /proc.
        "# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
        "# TYPE process_virtual_memory_bytes gauge", "# TYPE process_start_time_seconds gauge",
        "# TYPE process_open_fds gauge", "# TYPE process_max_fds gauge"});
   // Absent until known.
-  CHECK_FALSE(Has(text, "mesh_bus_certificate_expiry_timestamp_seconds"));
+  CHECK_FALSE(Has(text, "mesh_reconciler_bus_certificate_expiry_timestamp_seconds"));
 }
 
 TEST_CASE("With a lease, an instance is no holder until a round says so", "[metrics]") {
@@ -102,22 +135,24 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
   Metrics metrics("test", "abc123");
   metrics.RecordPass(BusyPass(), 1700000000.5);
   const std::string text = metrics.Serialize();
-  CheckHasAll(text, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2",
-                     "mesh_drift_objects{kind=\"consumer\",state=\"unexpected\"} 1",
-                     "mesh_drift_objects{kind=\"users_file\",state=\"differs\"} 1",
-                     "mesh_drift_objects{kind=\"consumer\",state=\"missing\"} 0",
-                     "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2",
-                     "mesh_repairs_total{action=\"update\",kind=\"consumer\",result=\"failure\"} 1",
-                     "mesh_repairs_total{action=\"create\",kind=\"consumer\",result=\"skipped\"} 1",
-                     // The write succeeded, the reload failed: counted apart.
-                     "mesh_users_file_writes_total{result=\"success\"} 1",
-                     "mesh_users_file_writes_total{result=\"failure\"} 0",
-                     "mesh_users_file_reloads_total{result=\"success\"} 0",
-                     "mesh_users_file_reloads_total{result=\"failure\"} 1",
-                     // A refused action makes the pass a failure: no success time.
-                     "mesh_reconcile_passes_total{result=\"failure\",trigger=\"advisory\"} 1",
-                     "mesh_reconcile_last_success_timestamp_seconds 0",
-                     "mesh_reconcile_duration_seconds_count 1", "mesh_records_valid 1"});
+  CheckHasAll(
+      text,
+      {"mesh_reconciler_drift_objects{kind=\"stream\",state=\"missing\"} 2",
+       "mesh_reconciler_drift_objects{kind=\"consumer\",state=\"unexpected\"} 1",
+       "mesh_reconciler_drift_objects{kind=\"users_file\",state=\"differs\"} 1",
+       "mesh_reconciler_drift_objects{kind=\"consumer\",state=\"missing\"} 0",
+       "mesh_reconciler_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2",
+       "mesh_reconciler_repairs_total{action=\"update\",kind=\"consumer\",result=\"failure\"} 1",
+       "mesh_reconciler_repairs_total{action=\"create\",kind=\"consumer\",result=\"skipped\"} 1",
+       // The write succeeded, the reload failed: counted apart.
+       "mesh_reconciler_users_file_writes_total{result=\"success\"} 1",
+       "mesh_reconciler_users_file_writes_total{result=\"failure\"} 0",
+       "mesh_reconciler_users_file_reloads_total{result=\"success\"} 0",
+       "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 1",
+       // A refused action makes the pass a failure: no success time.
+       "mesh_reconciler_passes_total{result=\"failure\",trigger=\"advisory\"} 1",
+       "mesh_reconciler_last_success_timestamp_seconds 0",
+       "mesh_reconciler_pass_duration_seconds_count 1", "mesh_reconciler_records_valid 1"});
   // No per-object label: names of streams never appear.
   CHECK_FALSE(Has(text, "SEAT_"));
   CHECK_FALSE(Has(text, "users.conf"));
@@ -127,10 +162,10 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
   converged.records_valid = true;
   metrics.RecordPass(converged, 1700000100.25);
   const std::string after = metrics.Serialize();
-  CheckHasAll(after, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 0",
-                      "mesh_reconcile_passes_total{result=\"success\",trigger=\"periodic\"} 1",
-                      "mesh_reconcile_last_success_timestamp_seconds 1700000100.25",
-                      "mesh_reconcile_duration_seconds_count 2"});
+  CheckHasAll(after, {"mesh_reconciler_drift_objects{kind=\"stream\",state=\"missing\"} 0",
+                      "mesh_reconciler_passes_total{result=\"success\",trigger=\"periodic\"} 1",
+                      "mesh_reconciler_last_success_timestamp_seconds 1700000100.25",
+                      "mesh_reconciler_pass_duration_seconds_count 2"});
 }
 
 TEST_CASE("A failed write is a failed write, and the reload it skipped counts as nothing",
@@ -141,10 +176,11 @@ TEST_CASE("A failed write is a failed write, and the reload it skipped counts as
   report.outcomes = {OutcomeOf(ActionKind::kWriteUsersFile, Outcome::kFailed),
                      OutcomeOf(ActionKind::kReloadServer, Outcome::kSkipped)};
   metrics.RecordPass(report, 1);
-  CheckHasAll(metrics.Serialize(), {"mesh_users_file_writes_total{result=\"failure\"} 1",
-                                    "mesh_users_file_writes_total{result=\"success\"} 0",
-                                    "mesh_users_file_reloads_total{result=\"failure\"} 0",
-                                    "mesh_users_file_reloads_total{result=\"success\"} 0"});
+  CheckHasAll(metrics.Serialize(),
+              {"mesh_reconciler_users_file_writes_total{result=\"failure\"} 1",
+               "mesh_reconciler_users_file_writes_total{result=\"success\"} 0",
+               "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 0",
+               "mesh_reconciler_users_file_reloads_total{result=\"success\"} 0"});
 }
 
 TEST_CASE("Process metrics are this process's own figures", "[metrics]") {
@@ -203,8 +239,8 @@ TEST_CASE("A pass that could not observe leaves the drift gauges alone", "[metri
   failed.records_valid = true;
   metrics.RecordPass(failed, 2);
   const std::string text = metrics.Serialize();
-  CheckHasAll(text, {"mesh_drift_objects{kind=\"stream\",state=\"missing\"} 2",
-                     "mesh_reconcile_passes_total{result=\"failure\",trigger=\"retry\"} 1"});
+  CheckHasAll(text, {"mesh_reconciler_drift_objects{kind=\"stream\",state=\"missing\"} 2",
+                     "mesh_reconciler_passes_total{result=\"failure\",trigger=\"retry\"} 1"});
 }
 
 TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
@@ -213,12 +249,109 @@ TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
   metrics.SetHeld(true);
   metrics.RecordException();
   metrics.SetCertificateExpiry(std::nullopt);
-  CHECK_FALSE(Has(metrics.Serialize(), "mesh_bus_certificate_expiry_timestamp_seconds"));
+  CHECK_FALSE(Has(metrics.Serialize(), "mesh_reconciler_bus_certificate_expiry_timestamp_seconds"));
   metrics.SetCertificateExpiry(1893456000);
   const std::string text = metrics.Serialize();
+  CheckHasAll(text, {"mesh_reconciler_bus_connected 1", "mesh_reconciler_held 1",
+                     "mesh_reconciler_exceptions_total 1",
+                     "mesh_reconciler_bus_certificate_expiry_timestamp_seconds 1893456000"});
+}
+
+TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
+  // The 0.1.0 names (deprecated until 0.2.0) are in kRenamedMetrics and only there.
+  std::set<std::string> deprecated;
+  for (const RenamedMetric& renamed : kRenamedMetrics) deprecated.emplace(renamed.deprecated);
+  Metrics metrics("test", "abc123");
+  metrics.RecordPass(BusyPass(), 1);  // a family without a series has no TYPE line
+  metrics.SetCertificateExpiry(1893456000);
+  std::istringstream lines(metrics.Serialize());
+  size_t families = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    const std::string name = line.substr(7, line.find(' ', 7) - 7);
+    INFO(name);
+    if (name.rfind("process_", 0) == 0 || deprecated.count(name) == 1) continue;
+    CHECK(name.rfind("mesh_reconciler_", 0) == 0);
+    ++families;
+  }
+  CHECK(families == 15);
+}
+
+TEST_CASE("Until 0.2.0 every 0.1.0 name exports exactly the samples of its new name", "[metrics]") {
+  // The table as released: a dashboard or alert written against 0.1.0 reads these names.
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"mesh_drift_objects", "mesh_reconciler_drift_objects"},
+      {"mesh_reconcile_passes_total", "mesh_reconciler_passes_total"},
+      {"mesh_reconcile_duration_seconds", "mesh_reconciler_pass_duration_seconds"},
+      {"mesh_reconcile_last_success_timestamp_seconds",
+       "mesh_reconciler_last_success_timestamp_seconds"},
+      {"mesh_repairs_total", "mesh_reconciler_repairs_total"},
+      {"mesh_bus_connected", "mesh_reconciler_bus_connected"},
+      {"mesh_records_valid", "mesh_reconciler_records_valid"},
+      {"mesh_users_file_writes_total", "mesh_reconciler_users_file_writes_total"},
+      {"mesh_users_file_reloads_total", "mesh_reconciler_users_file_reloads_total"},
+      {"mesh_reconcile_exceptions_total", "mesh_reconciler_exceptions_total"},
+      {"mesh_bus_certificate_expiry_timestamp_seconds",
+       "mesh_reconciler_bus_certificate_expiry_timestamp_seconds"},
+      {"mesh_credentials_pending", "mesh_reconciler_credentials_pending"}};
+  REQUIRE(kRenamedMetrics.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(kRenamedMetrics[i].deprecated == expected[i].first);
+    CHECK(kRenamedMetrics[i].name == expected[i].second);
+  }
+
+  // Some of everything: passes of several results, repairs, users-file writes and reloads,
+  // drift, an exception, the bus, the hold, the lease, the certificate and the hashing.
+  Metrics metrics("test", "abc123", LeaseMode::kKv);
+  metrics.RecordPass(BusyPass(), 1700000000.5);
+  PassReport converged;
+  converged.trigger = Trigger::kPeriodic;
+  converged.records_valid = true;
+  converged.duration_seconds = 3.5;
+  metrics.RecordPass(converged, 1700000100.25);
+  PassReport waiting;
+  waiting.trigger = Trigger::kRetry;
+  waiting.readiness = ServerReadiness::kNotReady;
+  metrics.RecordPass(waiting, 1700000101);
+  metrics.RecordException();
+  metrics.SetBusConnected(true);
+  metrics.SetHeld(true);
+  metrics.SetLeaseHolder(true);
+  metrics.SetCredentialsPending(3);
+  metrics.SetCertificateExpiry(1893456000);
+  const std::string text = metrics.Serialize();
+
+  for (const auto& [old_name, new_name] : expected) {
+    INFO(old_name << " -> " << new_name);
+    const std::vector<std::string> current = SamplesOf(text, new_name);
+    CHECK_FALSE(current.empty());
+    CHECK(SamplesOf(text, old_name) == current);
+    CHECK(CommentOf(text, "TYPE", old_name) == CommentOf(text, "TYPE", new_name));
+    const std::optional<std::string> help = CommentOf(text, "HELP", old_name);
+    REQUIRE(help);
+    CHECK(help->rfind("Deprecated: renamed to " + new_name + "; removed in 0.2.0.", 0) == 0);
+    const std::optional<std::string> new_help = CommentOf(text, "HELP", new_name);
+    REQUIRE(new_help);
+    CHECK(new_help->find("Deprecated") == std::string::npos);
+  }
+  // The activity shows under both names, not only zeros.
   CheckHasAll(
-      text, {"mesh_bus_connected 1", "mesh_reconciler_held 1", "mesh_reconcile_exceptions_total 1",
-             "mesh_bus_certificate_expiry_timestamp_seconds 1893456000"});
+      text,
+      {"mesh_reconciler_passes_total{result=\"waiting\",trigger=\"retry\"} 1",
+       "mesh_reconcile_passes_total{result=\"waiting\",trigger=\"retry\"} 1",
+       "mesh_reconciler_pass_duration_seconds_count 3", "mesh_reconcile_duration_seconds_count 3",
+       "mesh_reconcile_duration_seconds_bucket{le=\"5\"} 3",
+       "mesh_reconcile_duration_seconds_bucket{le=\"2.5\"} 2",
+       "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"} 2",
+       "mesh_reconcile_last_success_timestamp_seconds 1700000100.25",
+       "mesh_reconcile_exceptions_total 1", "mesh_bus_connected 1", "mesh_credentials_pending 3",
+       "mesh_bus_certificate_expiry_timestamp_seconds 1893456000"});
+  // The names that did not change are exported once.
+  for (const char* kept :
+       {"mesh_reconciler_held", "mesh_reconciler_build_info", "mesh_reconciler_lease_holder"}) {
+    INFO(kept);
+    CHECK(SamplesOf(text, kept).size() == 1);
+  }
 }
 
 TEST_CASE("The metrics text passes promtool check metrics", "[metrics]") {

@@ -23,7 +23,7 @@ constexpr char kAdminToken[] = "multi-reconciler-test-token-3c9a7e1f";
 constexpr char kLeaseHolder[] = "mesh_reconciler_lease_holder";
 constexpr char kStreamCreated[] = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
 constexpr char kStreamCreates[] =
-    "mesh_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
+    "mesh_reconciler_repairs_total{action=\"create\",kind=\"stream\",result=\"success\"}";
 constexpr int kQuietPasses = 5;  // forced passes per daemon after convergence
 // A forming 2.10.27 cluster may refuse 3-replica placements ("no suitable peers") for over
 // 30 s, and nothing can hold the lease (its bucket has 3 replicas) until it accepts them.
@@ -179,7 +179,7 @@ TEST_CASE("Three leased daemons on a 3-node cluster: one acts, each repair happe
   std::unique_ptr<observers::BusConnection> admin = mesh.Connect(0);
 
   // Converged: many passes on every daemon, and not one repair anywhere.
-  const double repairs_before = pods.Sum("mesh_repairs_total");
+  const double repairs_before = pods.Sum("mesh_reconciler_repairs_total");
   for (int round = 0; round < kQuietPasses; ++round) {
     for (size_t i = 0; i < pods.size(); ++i) {
       Result<PassReport> report = pods.Reconcile(i);
@@ -189,7 +189,7 @@ TEST_CASE("Three leased daemons on a 3-node cluster: one acts, each repair happe
       CHECK(report->converged());
     }
   }
-  CHECK(pods.Sum("mesh_repairs_total") == repairs_before);
+  CHECK(pods.Sum("mesh_reconciler_repairs_total") == repairs_before);
 
   // A deleted stream: recreated by the holder alone, exactly once.
   const std::string first = mesh.desired().streams.back().name.str();

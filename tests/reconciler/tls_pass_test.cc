@@ -1,6 +1,6 @@
 // Whole passes over a TLS bus, as deployed: the reconciler pins the bus's own certificate
 // (MESH_BROKER_CERTIFICATE) or trusts a CA file, converges, and reports the certificate's
-// expiry (the source of mesh_bus_certificate_expiry_timestamp_seconds).
+// expiry (the source of mesh_reconciler_bus_certificate_expiry_timestamp_seconds).
 #include <catch2/catch.hpp>
 
 #include "observers/certificate.h"

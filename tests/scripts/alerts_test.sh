@@ -3,6 +3,8 @@
 #   - promtool check rules;
 #   - docs/alerts/mesh-reconciler-rules.yaml is a byte-identical copy;
 #   - promtool test rules tests/alerts/*.yaml passes;
+#   - every metric the rules and their tests name is one the daemon registers, and none is a
+#     deprecated 0.1.0 name (kRenamedMetrics, reconciler/metrics.h; tests/scripts/lib.sh);
 #   - every alert has, in tests/alerts, an evaluation where it fires and one where it does not;
 #   - every alert has a severity, a summary and a runbook_url to its own section of
 #     docs/runbook.md (a heading named after the alert).
@@ -63,6 +65,9 @@ each_alert_has_runbook_section() {
 run_test "promtool check rules $kRules" promtool check rules "$kRules"
 run_test "$kDocsCopy is identical to $kRules" docs_copy_identical
 run_test "promtool test rules tests/alerts/*.yaml" promtool test rules tests/alerts/*.yaml
+run_test "the rules name only registered metrics, none deprecated" check_metrics_named_in "$kRules"
+run_test "the rules' tests name only registered metrics, none deprecated" \
+  check_metrics_named_in tests/alerts/*.yaml
 run_test "every alert is tested firing and quiet" each_alert_fires_and_stays_quiet
 run_test "every alert has a severity, a summary and a runbook section" each_alert_has_runbook_section
 

@@ -452,7 +452,7 @@ rt_converges() {
 
 rt_metrics() {
   local name
-  for name in "mesh_bus_connected 1" "mesh_records_valid 1" "mesh_reconciler_held 0"; do
+  for name in "mesh_reconciler_bus_connected 1" "mesh_reconciler_records_valid 1" "mesh_reconciler_held 0"; do
     # shellcheck disable=SC2086
     metric_is $name || { echo "metric not as expected: $name"; return 1; }
   done

@@ -21,7 +21,7 @@ inline constexpr char kFakeAdminToken[] = "s3cret-token-for-tests";
 
 class FakeHttpState : public reconciler::HttpState {
  public:
-  std::string MetricsText() const override { return "mesh_bus_connected 1\n"; }
+  std::string MetricsText() const override { return "mesh_reconciler_bus_connected 1\n"; }
   reconciler::Health health() const override { return health_; }
   reconciler::Readiness readiness() const override { return readiness_; }
   std::shared_ptr<const std::string> LastReportJson() const override { return report_; }
