@@ -505,7 +505,11 @@ void Loop::Run(PassRunner& runner) {
     }
     if (!trigger) {
       const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
-      wake_cv_.wait_until(lock, until, [&] { return stopping_ || WakeDueLocked(Clock::now()); });
+      // A wake-up that is not due yet (an advisory within the floor) can still bring the next
+      // due time forward: then wait again for that, not for the deadline computed before it.
+      wake_cv_.wait_until(lock, until, [&] {
+        return stopping_ || WakeDueLocked(Clock::now()) || NextDueLocked() < until;
+      });
       continue;
     }
     const uint64_t pass_id = ++started_;

@@ -148,6 +148,35 @@ TEST_CASE("A wake-up between passes is never lost", "[loop]") {
   CHECK(runner.calls().back().trigger == Trigger::kAdvisory);
 }
 
+// The daemon bench found a deletion repaired after 1 s on 2.10: its advisory came just after a
+// forced pass, within the floor of the advisory pass before, while the loop idled; the wait
+// kept the deadline it had computed before the wake-up (the heartbeat, 1 s), not the floor's.
+TEST_CASE("An advisory held back by the floor runs at the floor, not at the next heartbeat",
+          "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.heartbeat = std::chrono::seconds(3);
+  options.advisory_floor = std::chrono::milliseconds(100);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  loop.Wake(Trigger::kAdvisory);  // pass 2: the floor starts with it
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  Forced(loop);  // pass 3, as the bench's Converge()
+  // Not synchronisation: gives the loop time to go back to its idle wait, where the fault was
+  // (a wake-up before that wait was always served at the floor).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto woken = std::chrono::steady_clock::now();
+  loop.Wake(Trigger::kAdvisory);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 4; }));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 4);
+  CHECK(calls[3].trigger == Trigger::kAdvisory);
+  CHECK(calls[3].started - calls[1].started >= options.advisory_floor);
+  // Well under the 3 s heartbeat it used to wait for.
+  CHECK(calls[3].started - woken < std::chrono::milliseconds(1000));
+}
+
 TEST_CASE("A forced request during a running pass gets a later pass's report", "[loop]") {
   ScriptedRunner runner;
   runner.Close();
