@@ -3,7 +3,12 @@
 //      under 50 ms), advisory-driven with --interval 1h;
 //   2. resident memory (VmRSS once converged, and the peak VmHWM) of the daemon at each
 //      generated size: Small, Medium, and Large (goal: under 40 MiB, peak included);
-//   3. GET /metrics under 50 concurrent clients (wrk) while passes run back to back (Large mesh).
+//   3. GET /metrics under 50 concurrent clients (wrk) while passes run back to back (Large mesh);
+//   4. an ephemeral-consumer storm on the Large mesh (issue 11 item 4): 1,000 ephemeral push
+//      consumers created and deleted during 10 s, half on a foreign stream and half on EVENTS
+//      (what KV watchers, ordered consumers and the nats CLI do all day), while a seat stream
+//      is deleted every 2 s: the passes the advisories woke (goal: at most 10), the JetStream
+//      API requests the daemon sent, and the deletions' repair time (goal: median under 50 ms).
 // A plain main() printing a table. Usage: daemon_bench [deletions] [wrk seconds]
 #include <signal.h>
 
@@ -153,6 +158,126 @@ double WrkMillis(const std::string& output, const std::string& label) {
   return value;
 }
 
+// The sum of every sample of `name` whose labels hold `label` (e.g. trigger="advisory").
+double SumSeries(const std::string& text, const std::string& name, const std::string& label) {
+  std::istringstream lines(text);
+  std::string line;
+  double sum = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    const size_t close = line.find("} ");
+    if (close == std::string::npos || line.substr(0, close).find(label) == std::string::npos) {
+      continue;
+    }
+    sum += std::strtod(line.c_str() + close + 2, nullptr);
+  }
+  return sum;
+}
+
+// JetStream API requests the server has answered, all clients together.
+int64_t ApiTotal(const mesh::testing::NatsServer& server) {
+  const std::optional<mesh::testing::Jsz> jsz = mesh::testing::JszOf(server);
+  if (!jsz) Die("/jsz did not answer");
+  return jsz->api_total;
+}
+
+// 4. The storm, on a converged Bench.
+void Storm(Bench& bench) {
+  constexpr int kEphemerals = 1000;
+  constexpr auto kWindow = std::chrono::seconds(10);
+  constexpr auto kDeletionEvery = std::chrono::seconds(2);
+  auto foreign = bench.bus->Request(
+      {"$JS.API.STREAM.CREATE.FOREIGN", R"({"name":"FOREIGN","subjects":["foreign.>"]})"});
+  if (!foreign.status.ok() || foreign.payload.find("\"error\"") != std::string::npos) {
+    Die("create FOREIGN: " + foreign.payload);
+  }
+  bench.Converge();  // FOREIGN's own advisory has been seen
+  auto metrics_before = bench.daemon->Get("/metrics");
+  if (!metrics_before.ok()) Die("GET /metrics failed");
+  const double advisory_before =
+      SumSeries(metrics_before->body, "mesh_reconciler_passes_total", "trigger=\"advisory\"");
+  const int64_t api_before = ApiTotal(*bench.server);
+  std::atomic<int64_t> ours{0};  // API requests this benchmark sends
+
+  // The deleter has its own connection (a BusConnection serves one thread).
+  auto deleter_bus =
+      mesh::observers::BusConnection::Connect(mesh::testing::BenchBusSettings(bench.server->url()));
+  if (!deleter_bus.ok()) Die(deleter_bus.status().ToString());
+  std::vector<double> repair_ms;
+  std::thread deleter([&] {
+    const char* seats[] = {"SEAT_seat-0-0", "SEAT_seat-1-0", "SEAT_seat-2-0", "SEAT_seat-3-0",
+                           "SEAT_seat-4-0"};
+    auto next = Clock::now() + kDeletionEvery / 2;
+    for (const char* stream : seats) {
+      std::this_thread::sleep_until(next);  // pacing, not synchronisation
+      next += kDeletionEvery;
+      auto reply = (*deleter_bus)->Request({std::string("$JS.API.STREAM.DELETE.") + stream, ""});
+      ++ours;
+      if (!reply.status.ok() || reply.payload.find("\"success\":true") == std::string::npos) {
+        Die(std::string("delete ") + stream + ": " + reply.payload);
+      }
+      const auto deleted = Clock::now();
+      const bool back = WaitFor(
+          [&] {
+            ++ours;
+            auto info = (*deleter_bus)->Request({std::string("$JS.API.STREAM.INFO.") + stream, ""});
+            return info.status.ok() && info.payload.find("\"error\"") == std::string::npos;
+          },
+          std::chrono::seconds(30));
+      if (!back) Die(std::string(stream) + " was not recreated during the storm");
+      repair_ms.push_back(
+          std::chrono::duration<double, std::milli>(Clock::now() - deleted).count());
+    }
+  });
+
+  // The storm: create an ephemeral, delete the one before; 1,000 over 10 s.
+  const auto start = Clock::now();
+  std::string previous_stream;
+  std::string previous_name;
+  for (int i = 0; i < kEphemerals; ++i) {
+    std::this_thread::sleep_until(start + kWindow * i / kEphemerals);  // pacing
+    const std::string stream = i % 2 == 0 ? "FOREIGN" : "EVENTS";
+    const std::string config = R"({"stream_name":")" + stream +
+                               R"(","config":{"deliver_subject":"storm.)" + std::to_string(i) +
+                               R"(","ack_policy":"none"}})";
+    auto created = bench.bus->Request({"$JS.API.CONSUMER.CREATE." + stream, config});
+    ++ours;
+    std::smatch name;
+    static const std::regex kName(R"re("name":"([^"]+)")re");
+    if (!created.status.ok() || !std::regex_search(created.payload, name, kName)) {
+      Die("ephemeral on " + stream + ": " + created.payload);
+    }
+    if (!previous_name.empty()) {
+      bench.bus->Request({"$JS.API.CONSUMER.DELETE." + previous_stream + "." + previous_name, ""});
+      ++ours;
+    }
+    previous_stream = stream;
+    previous_name = name[1].str();
+  }
+  bench.bus->Request({"$JS.API.CONSUMER.DELETE." + previous_stream + "." + previous_name, ""});
+  ++ours;
+  const double storm_s = std::chrono::duration<double>(Clock::now() - start).count();
+  deleter.join();
+  bench.Converge();  // every repair finished, so its requests are counted
+  auto metrics_after = bench.daemon->Get("/metrics");
+  if (!metrics_after.ok()) Die("GET /metrics failed");
+  const double advisory_passes =
+      SumSeries(metrics_after->body, "mesh_reconciler_passes_total", "trigger=\"advisory\"") -
+      advisory_before;
+  // Converge() forces passes of its own; they count as trigger="forced", not in the above.
+  const int64_t daemon_requests = ApiTotal(*bench.server) - api_before - ours.load();
+  Row("storm: " + std::to_string(kEphemerals) + " ephemerals created and deleted in",
+      Fixed(storm_s, "s"), "10 s");
+  Row("storm: passes woken by advisories", std::to_string(static_cast<int>(advisory_passes)),
+      "<= 10");
+  Row("storm: API requests the daemon sent (forced passes incl.)", std::to_string(daemon_requests),
+      "");
+  Row("storm: deletion -> recreation, median (" + std::to_string(repair_ms.size()) + ")",
+      Fixed(Percentile(repair_ms, 50), "ms"), "< 50 ms");
+  Row("storm: deletion -> recreation, max",
+      Fixed(*std::max_element(repair_ms.begin(), repair_ms.end()), "ms"), "");
+}
+
 long WrkCount(const std::string& output, const std::string& pattern) {
   std::smatch match;
   if (!std::regex_search(output, match, std::regex(pattern))) return 0;
@@ -227,6 +352,8 @@ int main(int argc, char** argv) {
         "< 40 MiB");
     Row("daemon VmHWM (peak RSS), Large mesh", Fixed(StatusKiB(pid, "VmHWM") / 1024, "MiB"),
         "< 40 MiB");
+
+    Storm(bench);
 
     // wrk on /metrics while a client forces passes back to back.
     std::atomic<bool> stop{false};

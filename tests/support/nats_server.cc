@@ -457,6 +457,13 @@ std::optional<Jsz> JszOf(const NatsServer& server) {
     auto it = doc.FindMember(name);
     if (it != doc.MemberEnd() && it->value.IsInt64()) *field = it->value.GetInt64();
   }
+  auto api = doc.FindMember("api");
+  if (api != doc.MemberEnd() && api->value.IsObject()) {
+    auto total = api->value.FindMember("total");
+    if (total != api->value.MemberEnd() && total->value.IsInt64()) {
+      out.api_total = total->value.GetInt64();
+    }
+  }
   auto meta = doc.FindMember("meta_cluster");
   if (meta != doc.MemberEnd() && meta->value.IsObject()) {
     out.has_meta = true;

@@ -120,6 +120,7 @@ struct Jsz {
   // The leader's view only (meta_cluster.replicas): the other members of the meta group, by
   // server name. Empty from a follower.
   std::vector<std::string> meta_replicas;
+  int64_t api_total = 0;  // api.total: JetStream API requests the server has answered, all clients
 };
 // nullopt when the server is stopped, does not answer, or answers something else than JSON.
 std::optional<Jsz> JszOf(const NatsServer& server);
