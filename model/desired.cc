@@ -374,6 +374,28 @@ ConsumerId SeatWorker(const std::string& seat) {
   return {StreamName(SeatStream(seat)), ConsumerName("worker")};
 }
 
+bool HasMeshDurableShape(std::string_view stream, std::string_view durable) {
+  if (stream == kControlStream) return durable == "controller";
+  if (stream == kDeclStream) {
+    constexpr std::string_view kPrefix = "decl_";
+    return durable.substr(0, kPrefix.size()) == kPrefix &&
+           IsValidName(durable.substr(kPrefix.size()));
+  }
+  if (stream.substr(0, kSeatStreamPrefix.size()) == kSeatStreamPrefix) return durable == "worker";
+  if (stream == kEventsStream) {
+    constexpr std::string_view kPrefix = "ev_";
+    if (durable.substr(0, kPrefix.size()) != kPrefix) return false;
+    std::string_view rest = durable.substr(kPrefix.size());
+    for (int part = 0; part < 3; ++part) {
+      const size_t end = part < 2 ? rest.find('_') : rest.size();
+      if (end == std::string_view::npos || !IsValidName(rest.substr(0, end))) return false;
+      rest = end == rest.size() ? std::string_view() : rest.substr(end + 1);
+    }
+    return true;
+  }
+  return false;
+}
+
 ConsumerId EventConsumer(const std::string& follower, const FollowRef& follow) {
   return {StreamName(std::string(kEventsStream)),
           ConsumerName("ev_" + follower + "_" + follow.seat + "_" + follow.event)};

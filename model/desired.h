@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/names.h"
@@ -81,6 +82,12 @@ ConsumerId DeclConsumer(const std::string& node);      // DECL / decl_<node>
 ConsumerId SeatWorker(const std::string& seat);        // SEAT_<seat> / worker
 ConsumerId EventConsumer(const std::string& follower,  // EVENTS / ev_<f>_<seat>_<event>
                          const FollowRef& follow);
+// Whether `durable` on `stream` has the shape the functions above give a mesh consumer there
+// (controller on CONTROL, decl_<name> on DECL, worker on SEAT_<seat>, ev_<name>_<name>_<name>
+// on EVENTS, each <name> a valid records name): one the records derive, or one they derived
+// once and no longer do (an unexpected durable of the mesh's). A server-named ephemeral (eight
+// random letters and digits) never has it.
+bool HasMeshDurableShape(std::string_view stream, std::string_view durable);
 
 enum class PrincipalKind { kReconciler, kController, kNode, kModule };
 const char* ToString(PrincipalKind kind);

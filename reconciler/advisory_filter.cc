@@ -1,5 +1,7 @@
 #include "reconciler/advisory_filter.h"
 
+#include "model/desired.h"
+
 namespace mesh::reconciler {
 namespace {
 
@@ -34,7 +36,10 @@ bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope) {
     if (scope == nullptr) return true;
     const size_t dot = rest->find('.');
     if (dot == std::string_view::npos) return false;
-    return scope->streams.count(rest->substr(0, dot)) != 0 && scope->consumers.count(*rest) != 0;
+    const std::string_view stream = rest->substr(0, dot);
+    if (scope->streams.count(stream) == 0) return false;
+    return scope->consumers.count(*rest) != 0 ||
+           model::HasMeshDurableShape(stream, rest->substr(dot + 1));
   }
   return false;
 }

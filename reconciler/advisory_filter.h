@@ -22,12 +22,14 @@ struct AdvisoryScope {
   std::set<std::string, std::less<>> consumers;
 };
 
-// True when the advisory is about an owned stream, or about a known consumer on one. A
-// lifecycle advisory before any scope is known (`scope` null) wakes; advisories that follow
-// message traffic (MAX_DELIVERIES, MSG_TERMINATED, LEADER_ELECTED, ...) never do. An empty
-// subject (unknown) wakes. A consumer the mesh does not know (an ephemeral, or a new durable
-// that would be unexpected) does not wake: it cannot be told apart from a client's ephemeral,
-// and an unexpected durable is only reported, so the next periodic pass finds it.
+// True when the advisory is about an owned stream, or about a consumer on one that is known or
+// has the mesh's shape there (model::HasMeshDurableShape: a durable the records derive or
+// once derived, e.g. decl_<removed node>, which would be unexpected). A lifecycle advisory
+// before any scope is known (`scope` null) wakes; advisories that follow message traffic
+// (MAX_DELIVERIES, MSG_TERMINATED, LEADER_ELECTED, ...) never do. An empty subject (unknown)
+// wakes. Any other consumer does not wake: ephemerals (server-named, eight random characters)
+// cannot be told from a client's durable with a name of its own by the subject or the payload,
+// and an unexpected durable is only reported, so the next periodic pass finds such a one.
 bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope);
 
 }  // namespace mesh::reconciler

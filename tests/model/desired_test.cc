@@ -233,6 +233,27 @@ TEST_CASE("ConsumerId: the durable name and the ack permission come from one fun
   CHECK(ev.AckPermission() == "$JS.ACK.EVENTS.ev_shop_ledger_posted.>");
 }
 
+// The advisory filter wakes for durables of this shape (reconciler/advisory_filter.h): every
+// consumer the records derive has it, and a server-named ephemeral never does.
+TEST_CASE("HasMeshDurableShape: every derived consumer has it, an ephemeral never", "[derive]") {
+  const DesiredState d = DeriveExample();
+  REQUIRE_FALSE(d.consumers.empty());
+  for (const auto& c : d.consumers) {
+    INFO(c.stream.str() << "/" << c.durable.str());
+    CHECK(HasMeshDurableShape(c.stream.str(), c.durable.str()));
+  }
+  CHECK(HasMeshDurableShape("DECL", "decl_node-z"));  // a node the records no longer hold
+  for (const char* ephemeral : {"Xk3bQ9aZ", "Ab3xKq9Z", "decl_", "ev_a_b", "ev_a_b_c_d", "ev_A_b_c",
+                                "ev__b_c", "worker2", ""}) {
+    INFO(ephemeral);
+    for (const char* stream : {"CONTROL", "DECL", "EVENTS", "SEAT_ledger"}) {
+      CHECK_FALSE(HasMeshDurableShape(stream, ephemeral));
+    }
+  }
+  CHECK_FALSE(HasMeshDurableShape("ORDERS", "worker"));
+  CHECK_FALSE(HasMeshDurableShape("EVENTS", "worker"));
+}
+
 TEST_CASE("permissions: one row of the table each", "[derive]") {
   const DesiredState d = DeriveExample();
 

@@ -616,6 +616,17 @@ TEST_CASE("advisories wake only for the mesh's streams and known consumers", "[l
   CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.KV_config.abc", &scope));
   // A known durable name on another stream is not that consumer.
   CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.worker", &scope));
+  // Durables the mesh would name so but the last pass did not know: created by hand or by a
+  // stale controller, they are unexpected drift, found at once rather than at the next interval.
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.DECL.decl_node-z", &scope));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS.ev_gone_seat-x_done", &scope));
+  CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.SEAT_a.worker", &scope));
+  // Almost the shape is not the shape; and never on a stream the mesh does not own.
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS.ev_Xk3bQ9", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.EVENTS.ev_a_b", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.DECL.decl_", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.DECL.worker", &scope));
+  CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.ORDERS.decl_node-z", &scope));
   // Message traffic never wakes; an unknown subject does.
   CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SEAT_a.worker", &scope));
   CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.EVENTS", &scope));
