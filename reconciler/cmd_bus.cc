@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,21 +106,6 @@ unreachable), 64 usage error (no --yes, a name that is not one subject token).
 )",
     kBusFlags);
 
-const char* GetEnvVar(const char* name) {
-  return std::getenv(name);
-}
-
-int Usage(const char* command, const std::string& problem) {
-  std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command,
-               problem.c_str(), command);
-  return kExitUsage;
-}
-
-int Error(const char* command, const std::string& problem) {
-  std::fprintf(stderr, "mesh-reconciler %s: %s\n", command, problem.c_str());
-  return kExitError;
-}
-
 // A stream or durable name is one token of an API subject: "A.B" would address another
 // object, and wildcards or whitespace no object at all.
 bool IsSubjectToken(const std::string& name) {
@@ -138,22 +122,24 @@ enum class Needs { kRecords, kNoRecords };
 // and loads the password. Returns an exit code when the command cannot go on.
 std::optional<int> Prepare(Settings& settings, const char* command, size_t names, Needs needs) {
   if (settings.positional.size() != names) {
-    return Usage(command, names == 1 ? "expected one stream name"
-                                     : "expected the stream's name and the consumer's");
+    return CommandUsage(command, names == 1 ? "expected one stream name"
+                                            : "expected the stream's name and the consumer's");
   }
   for (const std::string& name : settings.positional) {
     if (!IsSubjectToken(name)) {
-      return Usage(command, "\"" + name +
-                                "\" is not a stream or consumer name (no '.', '*', '>', spaces "
-                                "or control characters)");
+      return CommandUsage(command,
+                          "\"" + name +
+                              "\" is not a stream or consumer name (no '.', '*', '>', spaces "
+                              "or control characters)");
     }
   }
-  if (settings.bus.urls.empty()) return Usage(command, "--bus is required");
+  if (settings.bus.urls.empty()) return CommandUsage(command, "--bus is required");
   if (needs == Needs::kRecords && settings.records_path.empty()) {
-    return Usage(command, "--records is required (it names the mesh whose objects may be deleted)");
+    return CommandUsage(command,
+                        "--records is required (it names the mesh whose objects may be deleted)");
   }
-  if (Status secrets = LoadSecrets(settings, GetEnvVar); !secrets.ok()) {
-    return Error(command, secrets.message());
+  if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
+    return CommandFail(command, secrets.message());
   }
   return std::nullopt;
 }
@@ -327,10 +313,11 @@ int RunShowStream(Settings& settings) {
   const std::string& name = settings.positional[0];
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
   auto bus = Connect(settings);
-  if (!bus.ok()) return Error(kCommand, bus.status().ToString());
+  if (!bus.ok()) return CommandFail(kCommand, bus.status().ToString());
   Answer info = Ask(**bus, std::string(kApiPrefix) + "STREAM.INFO." + name);
-  if (info.err_code == kStreamNotFound) return Error(kCommand, "no stream " + name + " on the bus");
-  if (!info.status.ok()) return Error(kCommand, info.status.ToString());
+  if (info.err_code == kStreamNotFound)
+    return CommandFail(kCommand, "no stream " + name + " on the bus");
+  if (!info.status.ok()) return CommandFail(kCommand, info.status.ToString());
   const bool owned = HasMark(info.doc, mark);
   if (settings.format == OutputFormat::kJson) {
     std::fputs(ShowJson("mesh-reconciler/stream/v1", {{"name", name}}, owned, info.doc).c_str(),
@@ -349,17 +336,17 @@ int RunShowConsumer(Settings& settings) {
   const std::string& name = settings.positional[1];
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
   auto bus = Connect(settings);
-  if (!bus.ok()) return Error(kCommand, bus.status().ToString());
+  if (!bus.ok()) return CommandFail(kCommand, bus.status().ToString());
   Answer stream_info = Ask(**bus, std::string(kApiPrefix) + "STREAM.INFO." + stream);
   if (stream_info.err_code == kStreamNotFound) {
-    return Error(kCommand, "no stream " + stream + " on the bus");
+    return CommandFail(kCommand, "no stream " + stream + " on the bus");
   }
-  if (!stream_info.status.ok()) return Error(kCommand, stream_info.status.ToString());
+  if (!stream_info.status.ok()) return CommandFail(kCommand, stream_info.status.ToString());
   Answer info = Ask(**bus, std::string(kApiPrefix) + "CONSUMER.INFO." + stream + "." + name);
   if (info.err_code == kConsumerNotFound) {
-    return Error(kCommand, "no consumer " + name + " on stream " + stream);
+    return CommandFail(kCommand, "no consumer " + name + " on stream " + stream);
   }
-  if (!info.status.ok()) return Error(kCommand, info.status.ToString());
+  if (!info.status.ok()) return CommandFail(kCommand, info.status.ToString());
   const bool owned = HasMark(stream_info.doc, mark);
   if (settings.format == OutputFormat::kJson) {
     std::fputs(ShowJson("mesh-reconciler/consumer/v1", {{"stream", stream}, {"name", name}}, owned,
@@ -382,23 +369,25 @@ std::optional<int> BeforeDelete(Settings& settings, const char* command, size_t 
                                 std::unique_ptr<observers::BusConnection>& bus) {
   if (auto exit = Prepare(settings, command, names, Needs::kRecords)) return exit;
   if (settings.confirm != Confirm::kYes) {
-    return Usage(command, names == 1 ? "this deletes the stream and every message in it; add --yes"
+    return CommandUsage(command, names == 1
+                                     ? "this deletes the stream and every message in it; add --yes"
                                      : "this deletes the consumer and its position; add --yes");
   }
   Result<std::string> mark = MarkOf(settings);
-  if (!mark.ok()) return Error(command, mark.status().message());
+  if (!mark.ok()) return CommandFail(command, mark.status().message());
   auto connected = Connect(settings);
-  if (!connected.ok()) return Error(command, connected.status().ToString());
+  if (!connected.ok()) return CommandFail(command, connected.status().ToString());
   bus = std::move(*connected);
   const std::string& stream = settings.positional[0];
   Answer info = Ask(*bus, std::string(kApiPrefix) + "STREAM.INFO." + stream);
   if (info.err_code == kStreamNotFound)
-    return Error(command, "no stream " + stream + " on the bus");
-  if (!info.status.ok()) return Error(command, info.status.ToString());
+    return CommandFail(command, "no stream " + stream + " on the bus");
+  if (!info.status.ok()) return CommandFail(command, info.status.ToString());
   if (!HasMark(info.doc, *mark)) {
-    return Error(command, "stream " + stream +
-                              " is not the mesh's (no ownership mark); refused: the reconciler "
-                              "never touches it, and neither does this command");
+    return CommandFail(command,
+                       "stream " + stream +
+                           " is not the mesh's (no ownership mark); refused: the reconciler "
+                           "never touches it, and neither does this command");
   }
   return std::nullopt;
 }
@@ -407,11 +396,11 @@ std::optional<int> BeforeDelete(Settings& settings, const char* command, size_t 
 int Delete(observers::BusConnection& bus, const char* command, const std::string& subject,
            const std::string& what, int not_found, const std::string& done) {
   Answer answer = Ask(bus, subject);
-  if (answer.err_code == not_found) return Error(command, "no " + what);
-  if (!answer.status.ok()) return Error(command, what + ": " + answer.status.ToString());
+  if (answer.err_code == not_found) return CommandFail(command, "no " + what);
+  if (!answer.status.ok()) return CommandFail(command, what + ": " + answer.status.ToString());
   if (!answer.doc.HasMember("success") || !answer.doc["success"].IsBool() ||
       !answer.doc["success"].GetBool()) {
-    return Error(command, what + ": the server did not confirm the deletion");
+    return CommandFail(command, what + ": the server did not confirm the deletion");
   }
   std::printf("%s\n", done.c_str());
   return kExitOk;

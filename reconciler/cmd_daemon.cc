@@ -65,17 +65,6 @@ class DaemonHttpState : public HttpState {
   AdminToken& token_;
 };
 
-int Fail(const char* command, const std::string& message) {
-  std::fprintf(stderr, "mesh-reconciler %s: %s\n", command, message.c_str());
-  return kExitError;
-}
-
-int Usage(const char* command, const std::string& message) {
-  std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command,
-               message.c_str(), command);
-  return kExitUsage;
-}
-
 // Blocks SIGTERM and SIGINT in this thread and in every thread started after it (they inherit
 // the mask), so that only sigwait below receives them.
 sigset_t BlockShutdownSignals() {
@@ -226,30 +215,30 @@ Exit codes: 0 released (or was not held), 1 error, 64 usage error.
 
 int RunDaemon(Settings& settings) {
   constexpr const char* kCommand = "run";
-  if (Status secrets = LoadSecrets(settings, [](const char* n) { return std::getenv(n); });
-      !secrets.ok()) {
-    return Fail(kCommand, secrets.message());
+  if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
+    return CommandFail(kCommand, secrets.message());
   }
-  if (settings.records_path.empty()) return Usage(kCommand, "--records FILE is required");
+  if (settings.records_path.empty()) return CommandUsage(kCommand, "--records FILE is required");
   if (settings.tls_cert_file.empty() != settings.tls_key_file.empty()) {
-    return Usage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
+    return CommandUsage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
   }
   Result<ListenAddress> listen = ParseListenAddress(settings.listen);
-  if (!listen.ok()) return Usage(kCommand, listen.status().message());
+  if (!listen.ok()) return CommandUsage(kCommand, listen.status().message());
   AdminToken token(settings.token_file);
   if (token.enabled()) {
-    if (Status loaded = token.Reload(); !loaded.ok()) return Fail(kCommand, loaded.message());
+    if (Status loaded = token.Reload(); !loaded.ok())
+      return CommandFail(kCommand, loaded.message());
   }
   if (!listen->loopback && !token.enabled()) {
-    return Fail(kCommand, "refusing to listen on " + settings.listen +
-                              " (not loopback) without --token-file");
+    return CommandFail(kCommand, "refusing to listen on " + settings.listen +
+                                     " (not loopback) without --token-file");
   }
 
   HttpServerOptions http_options;
   if (!settings.tls_cert_file.empty()) {
     Result<std::shared_ptr<ListenerTls>> tls =
         ListenerTls::Load(settings.tls_cert_file, settings.tls_key_file);
-    if (!tls.ok()) return Fail(kCommand, tls.status().message());
+    if (!tls.ok()) return CommandFail(kCommand, tls.status().message());
     http_options.tls = std::move(*tls);
   }
 
@@ -265,7 +254,7 @@ int RunDaemon(Settings& settings) {
   Loop loop(options, &metrics);
   DaemonHttpState state(loop, metrics, token);
   Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state, http_options);
-  if (!server.ok()) return Fail(kCommand, server.status().message());
+  if (!server.ok()) return CommandFail(kCommand, server.status().message());
   Log(LogLevel::kInfo, 0, http_options.tls ? "serving HTTPS" : "serving HTTP",
       {{"address", listen->host},
        {"port", (*server)->port()},
@@ -318,13 +307,13 @@ int RunRemoteReconcile(Settings& settings) {
   constexpr const char* kCommand = "reconcile";
   Result<observers::HttpResponse> response = PostToDaemon(settings, "/reconcile", kRemoteTimeout);
   if (!response.ok()) {
-    return IsUsageError(response.status()) ? Usage(kCommand, response.status().message())
-                                           : Fail(kCommand, response.status().message());
+    return IsUsageError(response.status()) ? CommandUsage(kCommand, response.status().message())
+                                           : CommandFail(kCommand, response.status().message());
   }
-  if (response->status != 200) return Fail(kCommand, RemoteError(*response));
+  if (response->status != 200) return CommandFail(kCommand, RemoteError(*response));
   Result<PassReport> report = ReportFromJson(response->body);
   if (!report.ok()) {
-    return Fail(kCommand, "unreadable report from the daemon: " + report.status().message());
+    return CommandFail(kCommand, "unreadable report from the daemon: " + report.status().message());
   }
   if (settings.format == OutputFormat::kJson) {
     std::fputs(response->body.c_str(), stdout);
@@ -341,13 +330,13 @@ int PostForJson(const Settings& settings, const char* command, const std::string
                 rapidjson::Document& doc, std::string* body) {
   Result<observers::HttpResponse> response = PostToDaemon(settings, target, kRemoteShortTimeout);
   if (!response.ok()) {
-    return IsUsageError(response.status()) ? Usage(command, response.status().message())
-                                           : Fail(command, response.status().message());
+    return IsUsageError(response.status()) ? CommandUsage(command, response.status().message())
+                                           : CommandFail(command, response.status().message());
   }
-  if (response->status != 200) return Fail(command, RemoteError(*response));
+  if (response->status != 200) return CommandFail(command, RemoteError(*response));
   doc.Parse(response->body.data(), response->body.size());
   if (doc.HasParseError() || !doc.IsObject()) {
-    return Fail(command, "unreadable answer from the daemon");
+    return CommandFail(command, "unreadable answer from the daemon");
   }
   *body = std::move(response->body);
   return kExitOk;
@@ -378,10 +367,10 @@ std::string PercentEncode(const std::string& text) {
 int RunHold(Settings& settings) {
   constexpr const char* kCommand = "hold";
   if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
-    return Usage(kCommand, "--for: more than 0 and at most 24h");
+    return CommandUsage(kCommand, "--for: more than 0 and at most 24h");
   }
   if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
-    return Usage(kCommand, "--reason: " + problem);
+    return CommandUsage(kCommand, "--reason: " + problem);
   }
   std::string target = "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms";
   if (!settings.reason.empty()) target += "&reason=" + PercentEncode(settings.reason);
@@ -389,7 +378,7 @@ int RunHold(Settings& settings) {
   std::string body;
   if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
   if (!doc.HasMember("until") || !doc["until"].IsString()) {
-    return Fail(kCommand, "unreadable answer from the daemon");
+    return CommandFail(kCommand, "unreadable answer from the daemon");
   }
   if (settings.format == OutputFormat::kJson) {
     std::fputs(body.c_str(), stdout);  // the daemon's answer: docs/schemas/hold.v1.schema.json
@@ -403,7 +392,7 @@ int RunHold(Settings& settings) {
 int RunRelease(Settings& settings) {
   constexpr const char* kCommand = "release";
   if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
-    return Usage(kCommand, "--reason: " + problem);
+    return CommandUsage(kCommand, "--reason: " + problem);
   }
   std::string target = "/release";
   if (!settings.reason.empty()) target += "?reason=" + PercentEncode(settings.reason);
@@ -411,7 +400,7 @@ int RunRelease(Settings& settings) {
   std::string body;
   if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
   if (!doc.HasMember("was_held") || !doc["was_held"].IsBool()) {
-    return Fail(kCommand, "unreadable answer from the daemon");
+    return CommandFail(kCommand, "unreadable answer from the daemon");
   }
   if (settings.format == OutputFormat::kJson) {
     std::fputs(body.c_str(), stdout);  // docs/schemas/release.v1.schema.json

@@ -19,10 +19,6 @@
 namespace mesh::reconciler {
 namespace {
 
-const char* GetEnvVar(const char* name) {
-  return std::getenv(name);
-}
-
 // The records path: the first positional argument, else --records.
 std::string RecordsPath(const Settings& settings) {
   return settings.positional.empty() ? settings.records_path : settings.positional.front();
@@ -199,7 +195,7 @@ int RunDesired(Settings& settings) {
 }
 
 int RunRenderUsers(Settings& settings) {
-  if (Status secrets = LoadSecrets(settings, GetEnvVar); !secrets.ok()) {
+  if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", secrets.message().c_str());
     return kExitError;
   }

@@ -52,10 +52,6 @@ invalid, bus unreachable, server not ready), 64 usage error.
                           issued the daemon's certificate; without it, the system's CAs)
 )");
 
-const char* GetEnvVar(const char* name) {
-  return std::getenv(name);
-}
-
 // Checks the flags a local pass needs and loads the secrets. Returns an exit code when the
 // command cannot go on.
 std::optional<int> Prepare(Settings& settings, const char* command) {
@@ -70,14 +66,9 @@ std::optional<int> Prepare(Settings& settings, const char* command) {
     problem = "--records is required";
   else if (settings.bus.urls.empty())
     problem = "--bus is required";
-  if (!problem.empty()) {
-    std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command,
-                 problem.c_str(), command);
-    return kExitUsage;
-  }
-  if (Status secrets = LoadSecrets(settings, GetEnvVar); !secrets.ok()) {
-    std::fprintf(stderr, "mesh-reconciler %s: %s\n", command, secrets.message().c_str());
-    return kExitError;
+  if (!problem.empty()) return CommandUsage(command, problem);
+  if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
+    return CommandFail(command, secrets.message());
   }
   return std::nullopt;
 }

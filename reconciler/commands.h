@@ -4,6 +4,8 @@
 // Exit codes: 0 success / converged, 1 error, 2 drift found (plan), 64 usage error.
 #pragma once
 
+#include <string>
+
 #include "reconciler/settings.h"
 
 namespace mesh::reconciler {
@@ -20,6 +22,13 @@ enum class JsonOutput {
   kAlways,  // the output is JSON anyway (desired); --json is accepted
   kNever,   // not a report (a users file, a daemon's log): --json is a usage error
 };
+
+// cmd_common.cc. "mesh-reconciler COMMAND: MESSAGE" on stderr; returns kExitError.
+int CommandFail(const char* command, const std::string& message);
+// The same with "(see mesh-reconciler COMMAND --help)"; returns kExitUsage.
+int CommandUsage(const char* command, const std::string& message);
+// std::getenv, as a GetEnv for ParseSettings and LoadSecrets.
+const char* ProcessEnv(const char* name);
 
 struct Command {
   const char* name;

@@ -116,12 +116,9 @@ int main(int argc, char** argv) {
   const Command* command = FindCommand(name);
   if (command == nullptr) return UnknownCommand(name);
   std::vector<std::string> args(argv + 2, argv + argc);
-  auto settings =
-      mesh::reconciler::ParseSettings(args, [](const char* n) { return std::getenv(n); });
+  auto settings = mesh::reconciler::ParseSettings(args, mesh::reconciler::ProcessEnv);
   if (!settings.ok()) {
-    std::fprintf(stderr, "mesh-reconciler %s: %s\n(see mesh-reconciler %s --help)\n", command->name,
-                 settings.status().message().c_str(), command->name);
-    return mesh::reconciler::kExitUsage;
+    return mesh::reconciler::CommandUsage(command->name, settings.status().message());
   }
   if (settings->help) {
     std::fputs(command->help, stdout);
