@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/desired.h"
@@ -250,13 +251,31 @@ void Flatten(const rapidjson::Value& value, const std::string& path,
   out.emplace_back(path, text);
 }
 
+// What the server holds is anybody's text (a foreign stream's description, a subject): control
+// characters are shown as \xNN, so that an escape sequence cannot drive on-call's terminal
+// and a newline cannot fake a line of this output.
+std::string ForTerminal(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void PrintFlat(const rapidjson::Value& info) {
   std::vector<std::pair<std::string, std::string>> lines;
   Flatten(info, "", lines);
   size_t width = 0;
-  for (const auto& [key, _] : lines) width = std::max(width, key.size());
+  for (const auto& [key, _] : lines) width = std::max(width, ForTerminal(key).size());
   for (const auto& [key, text] : lines) {
-    std::printf("  %-*s  %s\n", static_cast<int>(width), key.c_str(), text.c_str());
+    std::printf("  %-*s  %s\n", static_cast<int>(width), ForTerminal(key).c_str(),
+                ForTerminal(text).c_str());
   }
 }
 

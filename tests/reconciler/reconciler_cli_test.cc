@@ -273,7 +273,8 @@ TEST_CASE("the bus commands: show any object and delete only the mesh's with --y
     auto bus = observers::BusConnection::Connect(settings.bus);
     REQUIRE(bus.ok());
     observers::ApiReply created = (*bus)->Request(
-        {"$JS.API.STREAM.CREATE.FOREIGN", R"({"name":"FOREIGN","subjects":["foreign.>"]})"});
+        {"$JS.API.STREAM.CREATE.FOREIGN", R"({"name":"FOREIGN","subjects":["foreign.>"],)"
+                                          R"("description":"\u001b[2Jwiped\nstate.messages 0"})"});
     REQUIRE(created.status.ok());
     REQUIRE_FALSE(observers::ParseApiError(created.payload));
   }
@@ -307,6 +308,9 @@ TEST_CASE("the bus commands: show any object and delete only the mesh's with --y
     Run foreign = RunBinary("show-stream FOREIGN " + flags);
     CHECK(foreign.exit_code == 0);
     CHECK(HasLine(foreign.out, {"stream FOREIGN", "not the mesh's"}));
+    // Its description, anybody's text, cannot drive the terminal or fake a line.
+    CHECK(HasLine(foreign.out, {"config.description", "\\x1b[2Jwiped\\x0astate.messages 0"}));
+    CHECK(foreign.out.find('\x1b') == std::string::npos);
 
     Run absent = RunBinary("show-stream NOPE " + flags, true);
     CHECK(absent.exit_code == 1);
