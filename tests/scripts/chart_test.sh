@@ -610,6 +610,50 @@ rt3_start_all() {  # CONTAINER LOG SECONDS PORTS
   done
 }
 
+# 2.10.27 sometimes leaves one member outside the meta group at formation (docs/faults.md): the
+# leader never adds it, and every 3-replica create (the lease's KV bucket among them) fails for
+# as long as anyone waits. Not the chart's to fix; as the C++ fixture does (RequireFormed), a
+# member still outside 10 s after the cluster is healthy is restarted once, and named.
+rt3_left_out() {  # prints the pods the meta leader does not count; fails while no leader knows
+  local ports=() i
+  for i in "${rt3_pods[@]}"; do ports+=("${rt3_monitor[i]}"); done
+  # shellcheck disable=SC2016  # JavaScript, not shell
+  node -e '
+    const ports = process.argv.slice(1);
+    const get = async (port, path) => (await fetch(`http://127.0.0.1:${port}${path}`)).json();
+    (async () => {
+      const names = await Promise.all(ports.map(async (p) => (await get(p, "/varz")).server_name));
+      for (const port of ports) {
+        const meta = (await get(port, "/jsz")).meta_cluster ?? {};
+        const index = names.indexOf(meta.leader);
+        if (index < 0 || ports[index] !== port || !Array.isArray(meta.replicas)) continue;
+        const counted = new Set([meta.leader, ...meta.replicas.map((r) => r.name)]);
+        console.log(names.map((n, i) => (counted.has(n) ? null : i)).filter((i) => i !== null).join(" "));
+        return;
+      }
+      process.exit(1);
+    })().catch(() => process.exit(1));' "${ports[@]}"
+}
+
+rt3_all_in() { local out; out="$(rt3_left_out)" && [[ -z "$out" ]]; }
+
+rt3_formed() {
+  wait_for 30 rt3_left_out || { echo "no meta leader answers for the cluster"; return 1; }
+  if wait_for 10 rt3_all_in; then echo "every member is in the meta group"; return 0; fi
+  local out i pid
+  out="$(rt3_left_out)" || { echo "no meta leader answers for the cluster"; return 1; }
+  for i in $out; do
+    echo "pod $i is outside the meta group 10 s after the cluster was healthy: restarting its nats-server once" >&2
+    pid="$(cat "$(find "$rt3/pod-$i" -name '*.pid' | head -1)")" || return 1
+    kill "$pid" && while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    "$rt3/pod-$i/run/nats.sh" >>"$rt3/nats-$i.log" 2>&1 &
+    pids+=("$!")
+    wait_for 60 http_ok "http://127.0.0.1:${rt3_monitor[i]}/healthz" || { echo "pod $i: not healthy after its restart"; return 1; }
+  done
+  wait_for 20 rt3_all_in || { echo "still outside the meta group: $(rt3_left_out)"; return 1; }
+  echo "every member is in the meta group (after restarting pod $out)"
+}
+
 rt3_holders() {  # prints how many sidecars report mesh_reconciler_lease_holder 1
   local i body n=0
   for i in "${rt3_pods[@]}"; do
@@ -671,6 +715,7 @@ rt3_deletion() {
 runtime3_steps=(
   "rt3_layout:runtime, 3 replicas: lay out three pods (own ports, routes mapped), each sidecar with the lease"
   "rt3_cluster_up:runtime, 3 replicas: init containers, a 3-node nats cluster, three sidecars"
+  "rt3_formed:runtime, 3 replicas: every member is in the meta group (restarted once if 2.10.27 left it out)"
   "rt3_one_writer:runtime, 3 replicas: exactly one sidecar holds the lease, and the bus converges"
   "rt3_deletion:runtime, 3 replicas: a deleted stream is recreated once (one advisory, one creator)"
 )
