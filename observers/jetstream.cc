@@ -233,6 +233,28 @@ std::vector<int64_t> RemainingOffsets(const Page& first) {
   return offsets;
 }
 
+// One stream as a list or an info answer describes it ({"config":..,"cluster":..}) into
+// `streams`; an entry that names no stream cannot be anyone's and is skipped. `clustered` is set
+// when the server describes the stream's group (a standalone server omits "cluster").
+void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStream>& streams,
+               bool& clustered, int& cluster_size) {
+  const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
+  if (config == nullptr || !config->IsObject()) return;
+  auto decoded = DecodeStream(*config);
+  if (!decoded.ok()) return;
+  ObservedStream stream{std::move(decoded->spec), "", Compact(*config),
+                        std::move(decoded->problem)};
+  if (const rapidjson::Value* cluster = Member(item, "cluster");
+      cluster != nullptr && cluster->IsObject()) {
+    clustered = true;
+    stream.leader = String(*cluster, "leader");
+    const rapidjson::Value* replicas = Member(*cluster, "replicas");
+    const int peers = replicas != nullptr && replicas->IsArray() ? replicas->Size() : 0;
+    cluster_size = std::max(cluster_size, 1 + peers);
+  }
+  streams.insert_or_assign(stream.config.name.str(), std::move(stream));
+}
+
 // Lists every stream: the first page, then all the other pages at once.
 Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
   std::vector<ApiRequest> requests = {{kStreamList, OffsetPayload(0)}};
@@ -250,23 +272,7 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
       if (Status s = CheckComplete(*doc, kStreamList); !s.ok()) return s;
       if (page->items == nullptr) continue;
       for (const auto& item : page->items->GetArray()) {
-        const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
-        // An entry that names no stream cannot be anyone's: skipped, the others still count.
-        if (config == nullptr || !config->IsObject()) continue;
-        auto decoded = DecodeStream(*config);
-        if (!decoded.ok()) continue;
-        ObservedStream stream{std::move(decoded->spec), "", Compact(*config),
-                              std::move(decoded->problem)};
-        // Clustered servers describe each stream's group; a standalone server omits "cluster".
-        if (const rapidjson::Value* cluster = Member(item, "cluster");
-            cluster != nullptr && cluster->IsObject()) {
-          clustered = true;
-          stream.leader = String(*cluster, "leader");
-          const rapidjson::Value* replicas = Member(*cluster, "replicas");
-          const int peers = replicas != nullptr && replicas->IsArray() ? replicas->Size() : 0;
-          out.cluster_size = std::max(out.cluster_size, 1 + peers);
-        }
-        streams.insert_or_assign(stream.config.name.str(), std::move(stream));
+        AddStream(item, streams, clustered, out.cluster_size);
       }
       if (first) {
         for (int64_t offset : RemainingOffsets(*page)) {
