@@ -24,6 +24,7 @@ using model::StreamSpec;
 
 constexpr const char* kStreamList = "$JS.API.STREAM.LIST";
 constexpr const char* kConsumerListPrefix = "$JS.API.CONSUMER.LIST.";
+constexpr const char* kStreamInfoPrefix = "$JS.API.STREAM.INFO.";
 constexpr int kStreamNotFound = 10059;  // JSStreamNotFoundErr
 
 // ---- Reading JSON -----------------------------------------------------------------------------
@@ -287,6 +288,26 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
   return Status::Ok();
 }
 
+// One STREAM.INFO per name, all at once; a name the server does not know is absent, not an
+// error.
+Status InfoStreams(BusConnection& bus, const std::set<StreamName>& names, ObservedJetStream& out) {
+  std::vector<ApiRequest> requests;
+  for (const StreamName& name : names) requests.push_back({kStreamInfoPrefix + name.str(), ""});
+  std::vector<ApiReply> replies = bus.RequestMany(requests);
+  out.api_requests += static_cast<int>(requests.size());
+  std::map<std::string, ObservedStream> streams;
+  bool clustered = false;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::optional<ApiError> error;
+    auto doc = Answer(requests[i], replies[i], kStreamNotFound, &error);
+    if (!doc.ok()) return doc.status();
+    if (!error) AddStream(*doc, streams, clustered, out.cluster_size);
+  }
+  if (!clustered) out.cluster_size = 1;
+  for (auto& [name, stream] : streams) out.streams.push_back(std::move(stream));
+  return Status::Ok();
+}
+
 // Lists the consumers of the streams in scope, settings.max_in_flight lists at a time.
 Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
   struct Pending {
@@ -427,6 +448,15 @@ bool ObserveScope::Covers(const ObservedStream& stream) const {
 Result<ObservedJetStream> ObserveJetStream(BusConnection& bus, const ObserveScope& scope) {
   ObservedJetStream out;
   if (Status s = ListStreams(bus, out); !s.ok()) return s;
+  if (Status s = ListConsumers(bus, scope, out); !s.ok()) return s;
+  return out;
+}
+
+Result<ObservedJetStream> ObserveStreams(BusConnection& bus, const std::set<StreamName>& names,
+                                         const ObserveScope& scope) {
+  ObservedJetStream out;
+  if (names.empty()) return out;
+  if (Status s = InfoStreams(bus, names, out); !s.ok()) return s;
   if (Status s = ListConsumers(bus, scope, out); !s.ok()) return s;
   return out;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,13 @@ struct ObserveScope {
 // error. Each object is decoded on its own: a value this build does not know is that object's
 // `problem`, never a failed observation.
 Result<ObservedJetStream> ObserveJetStream(BusConnection& bus, const ObserveScope& scope = {});
+
+// The same for the named streams alone: one STREAM.INFO each (all in flight at once), then the
+// consumers of those in scope. A name the server does not know is simply absent. What a pass
+// repairs first when advisories name owned streams (a few requests, not the account's lists);
+// `cluster_size` is then only what these streams' groups show.
+Result<ObservedJetStream> ObserveStreams(BusConnection& bus, const std::set<StreamName>& names,
+                                         const ObserveScope& scope = {});
 
 // Decoding of an API "config" object into the normalised spec (server defaults made explicit,
 // subjects sorted, durations in ns). Exposed for unit tests; an unknown value is an error here.

@@ -44,4 +44,18 @@ bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope) {
   return false;
 }
 
+std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope) {
+  if (scope == nullptr || !AdvisoryWakes(subject, scope)) return std::nullopt;
+  constexpr std::string_view kStreamChanged[] = {
+      "$JS.EVENT.ADVISORY.STREAM.DELETED.",
+      "$JS.EVENT.ADVISORY.STREAM.UPDATED.",
+  };
+  constexpr std::string_view kConsumerDeleted[] = {"$JS.EVENT.ADVISORY.CONSUMER.DELETED."};
+  if (auto stream = After(subject, kStreamChanged)) return std::string(*stream);
+  if (auto rest = After(subject, kConsumerDeleted)) {
+    return std::string(rest->substr(0, rest->find('.')));
+  }
+  return std::nullopt;
+}
+
 }  // namespace mesh::reconciler

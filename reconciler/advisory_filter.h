@@ -32,4 +32,11 @@ struct AdvisoryScope {
 // and an unexpected durable is only reported, so the next periodic pass finds such a one.
 bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope);
 
+// The stream an advisory asks to repair at once, when it wakes (AdvisoryWakes) and says that a
+// stream was deleted or changed, or that a consumer on it was deleted: the loop repairs that
+// stream alone before the next full pass (Trigger::kRepair). Nullopt for creations (a stream
+// or durable someone made is reported by the full pass, never acted on in haste) and before
+// any scope is known.
+std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope);
+
 }  // namespace mesh::reconciler

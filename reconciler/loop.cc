@@ -60,10 +60,11 @@ struct GuardedPass {
 };
 
 GuardedPass RunGuarded(PassRunner& runner, Metrics* metrics, uint64_t pass_id, Trigger trigger,
-                       ApplyMode mode) {
+                       ApplyMode mode, const std::set<StreamName>& named) {
   const auto start = std::chrono::steady_clock::now();
   return CatchingBugs(
-      metrics, pass_id, "pass", [&] { return GuardedPass{runner.RunPass(pass_id, trigger, mode)}; },
+      metrics, pass_id, "pass",
+      [&] { return GuardedPass{runner.RunPass(pass_id, trigger, mode, named)}; },
       [&](const std::string& error) {
         GuardedPass guarded;
         guarded.threw = true;
@@ -178,6 +179,10 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
         scope = advisory_scope_;
       }
       if (AdvisoryWakes(subject, scope.get())) {
+        if (std::optional<std::string> target = RepairTarget(subject, scope.get())) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          named_.insert(StreamName(std::move(*target)));  // bounded: only streams in scope
+        }
         Wake(Trigger::kAdvisory);
       } else {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -426,6 +431,39 @@ bool Loop::WakeDueLocked(Clock::time_point now) const {
   return !floor || now >= *floor;
 }
 
+uint64_t Loop::repairs_run() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return repairs_;
+}
+
+bool Loop::RepairDueLocked(Clock::time_point now) const {
+  return !named_.empty() && !stopping_ && !HeldLocked(now) && last_report_ != nullptr;
+}
+
+void Loop::RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock) {
+  const uint64_t pass_id = ++started_;
+  std::set<StreamName> named;
+  named.swap(named_);
+  ++repairs_;
+  running_pass_ = true;
+  lock.unlock();
+  std::string names;
+  for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
+  Log(LogLevel::kInfo, pass_id, "pass scheduled",
+      {{"trigger", ToString(Trigger::kRepair)}, {"mode", "apply"}, {"streams", names}});
+  auto [report, threw] =
+      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, named);
+  report.pass_id = pass_id;
+  report.trigger = Trigger::kRepair;
+  report.mode = ApplyMode::kApply;
+  if (metrics_ != nullptr) metrics_->RecordRepair(report);
+  lock.lock();
+  running_pass_ = false;
+  finished_ = pass_id;
+  heartbeat_ = Clock::now();
+  done_cv_.notify_all();
+}
+
 uint64_t Loop::advisories_ignored() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return advisories_ignored_;
@@ -480,6 +518,10 @@ void Loop::Run(PassRunner& runner) {
     auto now = Clock::now();
     heartbeat_ = now;
     std::optional<Trigger> trigger = TakeDueLocked(now);
+    if (!trigger && RepairDueLocked(now)) {
+      RunRepair(runner, lock);
+      continue;
+    }
     if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
       next_lease_round_ = now + options_.lease_round;
       const LeaseParticipation participation =
@@ -508,7 +550,8 @@ void Loop::Run(PassRunner& runner) {
       // A wake-up that is not due yet (an advisory within the floor) can still bring the next
       // due time forward: then wait again for that, not for the deadline computed before it.
       wake_cv_.wait_until(lock, until, [&] {
-        return stopping_ || WakeDueLocked(Clock::now()) || NextDueLocked() < until;
+        const auto at = Clock::now();
+        return stopping_ || WakeDueLocked(at) || RepairDueLocked(at) || NextDueLocked() < until;
       });
       continue;
     }
@@ -516,6 +559,8 @@ void Loop::Run(PassRunner& runner) {
     if (*trigger == Trigger::kAdvisory) last_advisory_pass_ = now;
     const bool held = HeldLocked(now);
     const ApplyMode mode = held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
+    std::set<StreamName> named;  // this pass observes everything; it repairs these first
+    named.swap(named_);
     const bool previous_records_valid = last_report_ && last_report_->records_valid;
     const std::vector<std::string> previous_records_errors =
         last_report_ ? last_report_->records_errors : std::vector<std::string>();
@@ -527,7 +572,7 @@ void Loop::Run(PassRunner& runner) {
         {{"trigger", ToString(*trigger)},
          {"mode", mode == ApplyMode::kApply ? "apply" : "observe_only"},
          {"held", held}});
-    auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode);
+    auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode, named);
     report.pass_id = pass_id;
     report.trigger = *trigger;
     report.mode = mode;

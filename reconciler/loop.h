@@ -15,6 +15,15 @@
 // passes run with ApplyMode::kObserveOnly. Release, or the deadline, wakes a pass at once so
 // that drift seen during the hold is repaired without waiting for the interval.
 //
+// Named repairs. An advisory that a stream the mesh owns was deleted or changed, or that a
+// consumer on it was deleted (RepairTarget), names that stream: while no full pass is due (the
+// advisory floor holds the next one back), a kRepair pass runs at once for the named streams
+// alone, and the full pass follows at the floor as always. A full pass repairs the streams
+// named so far first. Repairs are not held back by the floor: each costs a few requests for the
+// streams the mesh owns, and ephemerals never name one. Not while held. A repair's report is
+// counted and logged but is not the last report (/drift, /readyz and the drift gauges follow
+// the full passes), never serves RequestPass, and never moves the backoff.
+//
 // Forced passes. RequestPass blocks its caller until a pass that STARTED after the request
 // has finished, and returns that pass's report.
 //
@@ -31,6 +40,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -50,7 +60,10 @@ class PassRunner {
  public:
   virtual ~PassRunner() = default;
   // May throw only on a bug; the loop catches, counts and carries on.
-  virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) = 0;
+  // `named`: the streams advisories asked to repair first (Reconciler::RunPass); with
+  // Trigger::kRepair, only those.
+  virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                             const std::set<StreamName>& named) = 0;
   // A lease round between passes (LoopOptions::lease_round). May throw only on a bug.
   virtual LeaseChange RunLeaseRound() { return LeaseChange::kNone; }
   // Gives the lease up if held (stepping down, and when the loop stops). May throw only on a bug.
@@ -68,8 +81,9 @@ class ReconcilerRunner : public PassRunner {
   ReconcilerRunner(Settings settings, observers::EventSink events,
                    std::optional<BackgroundHashing> background = std::nullopt)
       : reconciler_(std::move(settings), std::move(events), std::move(background)) {}
-  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) override {
-    return reconciler_.RunPass(pass_id, trigger, mode);
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                     const std::set<StreamName>& named) override {
+    return reconciler_.RunPass(pass_id, trigger, mode, named);
   }
   LeaseChange RunLeaseRound() override { return reconciler_.RunLeaseRound(); }
   void ReleaseLease() override { reconciler_.ReleaseLease(); }
@@ -199,6 +213,7 @@ class Loop {
   uint64_t passes_started() const;
   uint64_t passes_finished() const;
   uint64_t advisories_ignored() const;  // advisories about what the mesh does not own
+  uint64_t repairs_run() const;         // kRepair passes (counted in passes_started too)
   size_t waiting_requests() const;      // RequestPass callers now waiting
 
  private:
@@ -218,7 +233,10 @@ class Loop {
   std::optional<Clock::time_point> AdvisoryFloorLocked() const;
   bool HeldLocked(Clock::time_point now) const;
   std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
-  void FinishLocked(PassReport report, Clock::time_point now);
+  // Whether a kRepair pass is due now: streams named, no full pass due, not held, and a full
+  // pass has finished (it knows the streams before their deletion: WaitForRemovedStores).
+  bool RepairDueLocked(Clock::time_point now) const;
+  void RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock);
   void NoteUsersFileLocked(const PassReport& report);
 
   const LoopOptions options_;
@@ -250,6 +268,8 @@ class Loop {
   bool bus_connected_ = false;
   std::shared_ptr<const AdvisoryScope> advisory_scope_;  // from the last pass that observed
   std::optional<Clock::time_point> last_advisory_pass_;  // start of the last advisory-woken pass
+  std::set<StreamName> named_;  // streams advisories asked to repair, not yet served
+  uint64_t repairs_ = 0;        // kRepair passes run
   uint64_t advisories_ignored_ = 0;
   std::shared_ptr<const PassReport> last_report_;
   // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.

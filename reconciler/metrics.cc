@@ -189,6 +189,16 @@ void Metrics::RecordPass(const PassReport& report, double now_unix_seconds) {
       for (size_t s = 0; s < kStates.size(); ++s) drift_cells_[k][s].Set(counts[k][s]);
     }
   }
+  RecordOutcomes(report);
+}
+
+void Metrics::RecordRepair(const PassReport& report) {
+  passes_.Add({{"trigger", ToString(report.trigger)}, {"result", ToString(PassSucceeded(report))}})
+      .Increment();
+  RecordOutcomes(report);
+}
+
+void Metrics::RecordOutcomes(const PassReport& report) {
   for (const ActionOutcome& outcome : report.outcomes) {
     const ActionKind kind = outcome.action.kind;
     repairs_

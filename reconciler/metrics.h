@@ -103,6 +103,10 @@ class Metrics {
   // repairs and users-file reloads from its outcomes, records validity, last success time.
   // `now_unix_seconds` is the wall clock at the end of the pass (the caller reads the clock).
   void RecordPass(const PassReport& report, double now_unix_seconds);
+  // A kRepair pass (the named streams alone, between full passes): counted in passes_total
+  // (trigger "repair") and its actions in the repair counters; the drift gauges, the last
+  // success time and the duration histogram follow the full passes only.
+  void RecordRepair(const PassReport& report);
   // A pass that threw: counted apart (and as a failed pass by RecordPass).
   void RecordException();
   void SetBusConnected(bool connected);
@@ -120,6 +124,7 @@ class Metrics {
   static constexpr size_t kDriftStates = 5;  // DriftState::kMissing .. kUnrecoverable
 
  private:
+  void RecordOutcomes(const PassReport& report);  // the repair and attempt counters
   // One metric under its name and under its deprecated name (kRenamedMetrics): every change goes
   // to both, so that the two export the same samples.
   template <typename M>

@@ -108,7 +108,8 @@ struct Reconciler::Impl {
       : settings(std::move(s)), events(std::move(e)), background(std::move(b)) {}
   ~Impl() { StopHashJob(); }
 
-  PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode);
+  PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                 const std::set<StreamName>& named);
 
   // Each step fills `report` and returns false (or an error) when the pass cannot go on.
   bool LoadRecordsFile(PassReport& report);
@@ -133,6 +134,13 @@ struct Reconciler::Impl {
   bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
                             const PlanResult& plan);
   void RememberStreams(const observers::ObservedState& observed);
+  // The named streams alone, before (or, for kRepair, instead of) the whole account: observed
+  // with one info request each, planned (PlanStreams), waited for (WaitForRemovedStores) and
+  // repaired, when the server is ready and this instance may act on JetStream. Fills
+  // `report.repaired_first`, and `report.plan` and `outcomes` with what it found and did;
+  // nothing when it could not look (the full pass, or the one after a kRepair, does it then).
+  void RepairNamed(PassReport& report, const std::set<StreamName>& named);
+  Result<observers::ObservedState> ObserveNamed(const std::set<StreamName>& named);
   // When the bus cannot be observed (server down or not ready, our password refused): the
   // users file is a local file we own, so it is still planned and repaired on its own, since a
   // broken one may be exactly why the server is down or refuses us.
@@ -489,7 +497,8 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
        {"duration_seconds", std::round(report.duration_seconds * 1000) / 1000}});
 }
 
-PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode) {
+PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                                 const std::set<StreamName>& named) {
   const Clock::time_point started = Clock::now();
   PassReport report;
   report.pass_id = pass_id;
@@ -506,11 +515,35 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     Finish(report, started);
     return report;
   }
+  if (mode == ApplyMode::kApply && !named.empty()) RepairNamed(report, named);
+  if (trigger == Trigger::kRepair) {
+    Finish(report, started);
+    return report;
+  }
+  // What the named streams' repair found and did comes first in the report.
+  PlanResult first = std::move(report.plan);
+  std::vector<ActionOutcome> first_outcomes = std::move(report.outcomes);
+  report.plan = {};
+  report.outcomes = {};
+  auto put_first = [&] {
+    if (report.repaired_first.empty()) return;
+    first.drift.insert(first.drift.end(), std::make_move_iterator(report.plan.drift.begin()),
+                       std::make_move_iterator(report.plan.drift.end()));
+    first.actions.insert(first.actions.end(), std::make_move_iterator(report.plan.actions.begin()),
+                         std::make_move_iterator(report.plan.actions.end()));
+    first.problems.insert(first.problems.end(), report.plan.problems.begin(),
+                          report.plan.problems.end());
+    report.plan = std::move(first);
+    first_outcomes.insert(first_outcomes.end(), std::make_move_iterator(report.outcomes.begin()),
+                          std::make_move_iterator(report.outcomes.end()));
+    report.outcomes = std::move(first_outcomes);
+  };
   Result<observers::ObservedState> observed =
       Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
   if (!observed.ok()) {
     report.status = observed.status();
     if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
+    put_first();
     Finish(report, started);
     return report;
   }
@@ -537,6 +570,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
     if (!observed.ok()) {
       report.status = observed.status();
+      put_first();
       Finish(report, started);
       return report;
     }
@@ -569,6 +603,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
       report.remaining_problems = std::move(again.problems);
     }
   }
+  put_first();
   Finish(report, started);
   return report;
 }
@@ -682,6 +717,67 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
   return true;
 }
 
+Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
+  observers::ObservedState observed = ObserveFileAndServer(settings);
+  if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
+  if (!bus || !bus->connected()) return Status(Errc::kUnavailable, "not connected");
+  Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(
+      *bus, named, observers::ObserveScope{model::OwnershipMark(desired.mesh)});
+  if (!jetstream.ok()) return jetstream.status();
+  observed.jetstream = std::move(*jetstream);
+  return observed;
+}
+
+void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName>& named) {
+  const Clock::time_point begin = Clock::now();
+  // Only an instance that may act on JetStream now: the holder (as its last round saw it) or
+  // one without a lease. Anyone else leaves it to the full pass, which runs the lease round.
+  if (lease && GateFor(lease->lease().state(), Clock::now()) != JetStreamGate::kAct) return;
+  const uint64_t pass_id = report.pass_id;
+  const PlanOptions options{settings.prune, std::string(), static_cast<int64_t>(geteuid())};
+  Result<observers::ObservedState> observed = ObserveNamed(named);
+  if (!observed.ok()) {
+    Log(LogLevel::kDebug, pass_id, "named streams not repaired first",
+        {{"reason", observed.status().message()}});
+    return;
+  }
+  PlanResult plan = PlanStreams(desired, *observed, named, options);
+  if (WaitForRemovedStores(pass_id, *observed, plan)) {
+    observed = ObserveNamed(named);
+    if (!observed.ok()) return;
+    plan = PlanStreams(desired, *observed, named, options);
+  }
+  report.repaired_first.assign(named.begin(), named.end());
+  std::vector<Action> actions = plan.actions;
+  if (!actions.empty()) {
+    ApplyTargets targets;
+    targets.bus = bus.get();
+    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    report.outcomes = Apply(std::move(actions), targets);
+  }
+  std::string names;
+  for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
+  Log(LogLevel::kInfo, pass_id, "named streams repaired first",
+      {{"streams", names},
+       {"drift", plan.drift.size()},
+       {"actions", plan.actions.size()},
+       {"duration_ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
+  if (report.trigger == Trigger::kRepair) {
+    // No full observation follows: what remains of these streams is seen again here.
+    report.remaining = plan.drift;
+    report.remaining_problems = plan.problems;
+    if (!report.outcomes.empty()) {
+      if (Result<observers::ObservedState> after = ObserveNamed(named); after.ok()) {
+        PlanResult again = PlanStreams(desired, *after, named, options);
+        report.remaining = std::move(again.drift);
+        report.remaining_problems = std::move(again.problems);
+      }
+    }
+  }
+  report.plan = std::move(plan);
+}
+
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   last_lease_round = Clock::now();
   const LeaseState before = lease->lease().state();
@@ -703,8 +799,9 @@ Reconciler::Reconciler(Settings settings, observers::EventSink events,
 
 Reconciler::~Reconciler() = default;
 
-PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) {
-  return impl_->Run(pass_id, trigger, mode);
+PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                               const std::set<StreamName>& named) {
+  return impl_->Run(pass_id, trigger, mode, named);
 }
 
 LeaseChange Reconciler::RunLeaseRound() {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ enum class Trigger {
   kRetry,
   kLeaseAcquired,  // a lease round between passes made this instance the holder
   kOnce,           // the CLI's plan / reconcile --once
+  // Only the streams that advisories named (deleted or changed), between full passes: the
+  // loop runs one at once, inside the advisory floor, and the full pass follows at the floor.
+  kRepair,
 };
 const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
 
@@ -64,8 +68,12 @@ struct PassReport {
   std::vector<std::string> records_errors;   // of the current file, when invalid
   std::vector<UserName> without_credential;  // principals left out of the users file
   PlanResult plan;                           // drift and actions found at the start
-  std::vector<ActionOutcome> outcomes;       // what apply did (empty when observing only)
-  std::vector<DriftEntry> remaining;         // drift after apply (re-observed)
+  // The streams the pass repaired first, before it observed the whole account (the streams
+  // advisories named: RunPass's `named`); their drift, actions and outcomes come first in
+  // `plan` and `outcomes`. With kRepair they are all the pass looked at.
+  std::vector<StreamName> repaired_first;
+  std::vector<ActionOutcome> outcomes;  // what apply did (empty when observing only)
+  std::vector<DriftEntry> remaining;    // drift after apply (re-observed)
   std::vector<std::string> remaining_problems;
   double duration_seconds = 0;
   int64_t api_requests = 0;
@@ -99,7 +107,11 @@ class Reconciler {
              std::optional<BackgroundHashing> background = std::nullopt);
   ~Reconciler();
 
-  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode);
+  // `named`: streams advisories named since the last pass (deleted, changed, or a consumer of
+  // theirs deleted). When applying, the pass first observes, plans and repairs these alone (a
+  // few requests), then the whole account as always; with Trigger::kRepair only these.
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                     const std::set<StreamName>& named = {});
 
   // With --lease, between passes: one lease round on the connection the last pass used (none
   // when it is down). kAcquired when this round made this instance the holder. Called on the

@@ -661,4 +661,23 @@ PlanResult Plan(const model::DesiredState& desired, const model::RenderedUsersFi
   return Planner(desired, rendered, observed, options).Run();
 }
 
+PlanResult PlanStreams(const model::DesiredState& desired, const observers::ObservedState& observed,
+                       const std::set<StreamName>& streams, const PlanOptions& options) {
+  model::DesiredState part = desired;
+  std::erase_if(part.streams,
+                [&](const model::StreamSpec& s) { return streams.count(s.name) == 0; });
+  std::erase_if(part.consumers,
+                [&](const model::ConsumerSpec& c) { return streams.count(c.stream) == 0; });
+  observers::ObservedState seen = observed;
+  std::erase_if(seen.jetstream.streams, [&](const observers::ObservedStream& s) {
+    return streams.count(s.config.name) == 0;
+  });
+  std::erase_if(seen.jetstream.consumers, [&](const observers::ObservedConsumer& c) {
+    return streams.count(c.config.stream) == 0;
+  });
+  PlanOptions without_file = options;
+  without_file.users_file_path.clear();
+  return Plan(part, model::RenderedUsersFile{}, seen, without_file);
+}
+
 }  // namespace mesh::reconciler

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,5 +119,14 @@ struct PlanResult {
 // `rendered` is the users file as it should be; ignored when options.users_file_path is empty.
 PlanResult Plan(const model::DesiredState& desired, const model::RenderedUsersFile& rendered,
                 const observers::ObservedState& observed, const PlanOptions& options);
+
+// The plan for the named streams alone (and the consumers on them): what Plan gives for those
+// objects when the desired and observed states are cut down to them. The users file is left
+// out (options.users_file_path is ignored); so is every other stream, observed or not, so
+// `observed` may hold the named streams only (observers::ObserveStreams). A pass runs it first
+// when advisories name owned streams, so that their repair does not wait for the whole
+// account's observation.
+PlanResult PlanStreams(const model::DesiredState& desired, const observers::ObservedState& observed,
+                       const std::set<StreamName>& streams, const PlanOptions& options);
 
 }  // namespace mesh::reconciler

@@ -377,6 +377,8 @@ const char* ToString(Trigger v) {
       return "lease_acquired";
     case Trigger::kOnce:
       return "once";
+    case Trigger::kRepair:
+      return "repair";
   }
   return "?";
 }
@@ -554,7 +556,7 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   Reader r;
   PassReport report;
   report.pass_id = static_cast<uint64_t>(r.Int(doc, "pass_id", "$"));
-  report.trigger = r.Enum(doc, "trigger", "$", Trigger::kOnce, LabelName<Trigger>());
+  report.trigger = r.Enum(doc, "trigger", "$", Trigger::kRepair, LabelName<Trigger>());
   report.mode = r.Enum(doc, "mode", "$", ApplyMode::kObserveOnly, ModeName);
   report.held = r.Bool(doc, "held", "$");
   if (const rapidjson::Value* status = r.Member(doc, "status", "$")) {

@@ -183,6 +183,42 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   f.Stop();
 }
 
+// Issue 11: a deletion that came within the advisory floor of the last advisory-woken pass
+// waited for the floor, then for a whole pass of the account. The stream is now repaired at
+// once, alone (a repair pass); the full pass still waits for the floor.
+TEST_CASE("A stream deleted within the advisory floor is repaired at once, alone",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson(), {"--advisory-floor", "1m"});
+  f.WaitConverged();
+  // This deletion wakes an advisory pass at once (the first convergence's advisories were
+  // served by the forced passes); the 1 min floor runs from its start.
+  auto advisory_passes = [&] {
+    return f.daemon_
+        ->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
+        .value_or(0);
+  };
+  const double before = advisory_passes();
+  f.DeleteStream("SEAT_ledger");
+  REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_ledger"); }, kRepairDeadline));
+  // Once that advisory-woken pass has finished (a deletion during it is repaired by it).
+  REQUIRE(WaitFor([&] { return advisory_passes() > before; }, kRepairDeadline));
+  const auto start = std::chrono::steady_clock::now();
+  f.DeleteStream("DECL");
+  REQUIRE(WaitFor([&] { return f.StreamExists("DECL"); }, kRepairDeadline));
+  CHECK(std::chrono::steady_clock::now() - start < seconds(10));  // the floor is 1 min
+  // The stream exists before the repair pass has finished (its consumers, its re-observation).
+  const bool counted = WaitFor([&] {
+    return f.Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"repair\"}") >= 1;
+  });
+  INFO(f.daemon_->log());
+  CHECK(counted);
+  CHECK(f.daemon_->log().find("msg=\"named streams repaired first\" streams=DECL") !=
+        std::string::npos);
+  // Its consumers came back with it; a forced (full) pass finds nothing left.
+  f.WaitConverged();
+  f.Stop();
+}
+
 // Issue 11 item 4: a durable of the mesh's shape that the records no longer derive (here a node
 // that left), created by hand or by a stale controller, is unexpected drift. Its advisory used to
 // be ignored like an ephemeral's, so with a 1 h interval nobody heard of it for an hour; a

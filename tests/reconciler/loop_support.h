@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct PassCall {
   Trigger trigger = Trigger::kOnce;
   ApplyMode mode = ApplyMode::kApply;
   std::chrono::steady_clock::time_point started;
+  std::set<StreamName> named;
 };
 
 class ScriptedRunner : public PassRunner {
@@ -28,8 +30,9 @@ class ScriptedRunner : public PassRunner {
   // The report of each pass; the default is an ok, converged pass with valid records.
   using Script = std::function<PassReport(const PassCall&)>;
 
-  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode) override {
-    PassCall call{pass_id, trigger, mode, std::chrono::steady_clock::now()};
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                     const std::set<StreamName>& named) override {
+    PassCall call{pass_id, trigger, mode, std::chrono::steady_clock::now(), named};
     Script script;
     {
       std::unique_lock<std::mutex> lock(mutex_);

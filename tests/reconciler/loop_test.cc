@@ -593,6 +593,22 @@ TEST_CASE("The heartbeat goes stale while a pass hangs", "[loop]") {
 namespace mesh::reconciler {
 namespace {
 
+using mesh::testing::WaitFor;
+using test::PassCall;
+using test::QuietOptions;
+using test::ScriptedRunner;
+
+PassReport Forced(Loop& loop) {
+  Result<PassReport> report = loop.RequestPass(std::chrono::seconds(10));
+  INFO(report.status().ToString());
+  REQUIRE(report.ok());
+  return *report;
+}
+
+double Millis(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
 AdvisoryScope ExampleScope() {
   AdvisoryScope scope;
   scope.streams = {"EVENTS", "DECL", "SEAT_a"};
@@ -641,6 +657,135 @@ TEST_CASE("before any pass has observed, every lifecycle advisory wakes", "[loop
   CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", nullptr));
   CHECK(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.CREATED.ORDERS.x", nullptr));
   CHECK_FALSE(AdvisoryWakes("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.A.b", nullptr));
+}
+
+TEST_CASE("an advisory of a deletion or change names its stream for a repair, a creation not",
+          "[loop]") {
+  const AdvisoryScope scope = ExampleScope();
+  CHECK(RepairTarget("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTS", &scope) == "EVENTS");
+  CHECK(RepairTarget("$JS.EVENT.ADVISORY.STREAM.UPDATED.DECL", &scope) == "DECL");
+  CHECK(RepairTarget("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-a", &scope) == "DECL");
+  CHECK(RepairTarget("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-z", &scope) == "DECL");
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.STREAM.CREATED.SEAT_a", &scope));
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.CONSUMER.CREATED.SEAT_a.worker", &scope));
+  // What does not wake names nothing: foreign streams, ephemerals, message traffic.
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS", &scope));
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.Xk3bQ9aZ", &scope));
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SEAT_a.worker", &scope));
+  CHECK_FALSE(RepairTarget("", &scope));
+  // Before any pass has observed, nothing is known to be the mesh's.
+  CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTS", nullptr));
+}
+
+// A runner whose passes report ExampleScope(): what the mesh owns, for the advisories.
+void ReportExampleScope(ScriptedRunner& runner) {
+  auto scope = std::make_shared<const AdvisoryScope>(ExampleScope());
+  runner.SetScript([scope](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.trigger != Trigger::kRepair) report.advisory_scope = scope;
+    return report;
+  });
+}
+
+constexpr char kDeclConsumerDeleted[] = "$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-a";
+constexpr char kDeclDeleted[] = "$JS.EVENT.ADVISORY.STREAM.DELETED.DECL";
+
+// Issue 11: a deletion's repair waited for the advisory floor and then a whole pass; the
+// deleted stream is now repaired at once, alone, and the full pass still follows at the floor.
+TEST_CASE(
+    "A stream named by an advisory within the floor is repaired at once, the full pass "
+    "follows at the floor",
+    "[loop]") {
+  ScriptedRunner runner;
+  ReportExampleScope(runner);
+  LoopOptions options = QuietOptions();
+  options.heartbeat = std::chrono::seconds(3);
+  options.advisory_floor = std::chrono::milliseconds(400);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  // The first advisory starts a full pass at once (no floor yet), which repairs DECL first.
+  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  // The stream's own advisory comes within the floor: a repair now, the full pass at the floor.
+  const auto woken = std::chrono::steady_clock::now();
+  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclDeleted);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 4; }));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 4);
+  CHECK(calls[1].trigger == Trigger::kAdvisory);
+  CHECK(calls[1].named == std::set<StreamName>{StreamName("DECL")});
+  CHECK(calls[2].trigger == Trigger::kRepair);
+  CHECK(calls[2].named == std::set<StreamName>{StreamName("DECL")});
+  CHECK(calls[2].mode == ApplyMode::kApply);
+  CHECK(calls[3].trigger == Trigger::kAdvisory);
+  CHECK(calls[3].named.empty());
+  // The repair did not wait for the floor; the full pass did.
+  CHECK(calls[2].started < calls[1].started + options.advisory_floor);
+  CHECK(Millis(calls[2].started - woken) < Millis(options.advisory_floor));
+  CHECK(calls[3].started - calls[1].started >=
+        options.advisory_floor - std::chrono::milliseconds(5));
+  CHECK(loop.repairs_run() == 1);
+  // The repair is not the last report: /drift and /readyz follow full passes.
+  REQUIRE(loop.last_report());
+  CHECK(loop.last_report()->trigger == Trigger::kAdvisory);
+}
+
+TEST_CASE("No repair while held, nor for what the mesh does not own", "[loop]") {
+  ScriptedRunner runner;
+  ReportExampleScope(runner);
+  LoopOptions options = QuietOptions();
+  options.advisory_floor = std::chrono::milliseconds(200);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+
+  SECTION("an ephemeral's or a foreign stream's advisory names nothing") {
+    loop.OnBusEvent(observers::BusEvent::kAdvisory,
+                    "$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.Xk3bQ9aZ");
+    loop.OnBusEvent(observers::BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS");
+    CHECK(loop.advisories_ignored() == 2);
+    // Then a wake that runs a pass after the floor: nothing ran before it.
+    loop.Wake(Trigger::kAdvisory);
+    REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+    const auto calls = runner.calls();
+    REQUIRE(calls.size() == 3);
+    CHECK(calls[2].trigger == Trigger::kAdvisory);
+    CHECK(calls[2].named.empty());
+  }
+  SECTION("held: the full pass observes at the floor, nothing is repaired") {
+    REQUIRE(loop.Hold(std::chrono::hours(1)).ok());
+    loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclDeleted);
+    REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+    const auto calls = runner.calls();
+    REQUIRE(calls.size() == 3);
+    CHECK(calls[2].trigger == Trigger::kAdvisory);
+    CHECK(calls[2].mode == ApplyMode::kObserveOnly);
+    CHECK(loop.repairs_run() == 0);
+  }
+}
+
+TEST_CASE("A forced request waits for a full pass, not a repair", "[loop]") {
+  ScriptedRunner runner;
+  ReportExampleScope(runner);
+  LoopOptions options = QuietOptions();
+  options.advisory_floor = std::chrono::milliseconds(300);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  runner.Close();
+  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclDeleted);
+  REQUIRE(runner.WaitInPass(3));  // the repair, held open
+  auto forced = std::async(std::launch::async, [&] { return Forced(loop); });
+  REQUIRE(WaitFor([&] { return loop.waiting_requests() == 1; }));
+  runner.Open();
+  const PassReport report = forced.get();
+  CHECK(report.trigger == Trigger::kForced);
+  CHECK(report.pass_id == 4);
 }
 
 }  // namespace

@@ -179,6 +179,47 @@ TEST_CASE("an empty bus: everything missing, created in order", "[plan]") {
   CHECK_FALSE(plan.converged());
 }
 
+// The streams an advisory names are planned alone before the whole account is observed; what
+// that plan says about them must be exactly what the whole plan would say.
+TEST_CASE("PlanStreams is the whole plan cut down to the named streams", "[plan]") {
+  Fixture f;
+  f.RemoveStream("SEAT_ledger");
+  f.RemoveConsumer("DECL", "decl_node-a");
+  f.Stream("EVENTS").config.max_age_ns += 1;
+  f.AddConsumer("DECL", "decl_gone");  // unexpected
+  f.observed.users_file = {};          // the users file is never part of it
+  const PlanResult whole = f.Run();
+  const std::set<StreamName> named = {StreamName("SEAT_ledger"), StreamName("DECL")};
+
+  // Observed as ObserveStreams would: the named streams alone.
+  ObservedState only = f.observed;
+  std::erase_if(only.jetstream.streams,
+                [&](const auto& s) { return named.count(s.config.name) == 0; });
+  for (const ObservedState& observed : {f.observed, only}) {
+    const PlanResult part = PlanStreams(f.desired, observed, named, f.options);
+    PlanResult expected;
+    for (const DriftEntry& e : whole.drift) {
+      const std::string stream = e.name.substr(0, e.name.find('/'));
+      if (e.kind != ObjectKind::kUsersFile && named.count(StreamName(stream))) {
+        expected.drift.push_back(e);
+      }
+    }
+    for (const Action& a : whole.actions) {
+      const std::string stream = a.name.substr(0, a.name.find('/'));
+      if (KindOf(a.kind) != ObjectKind::kUsersFile && named.count(StreamName(stream))) {
+        expected.actions.push_back(a);
+      }
+    }
+    CHECK(part.drift == expected.drift);
+    CHECK(ActionNames(part) == ActionNames(expected));
+    CHECK(part.actions == expected.actions);
+    CHECK(Find(part, "EVENTS") == nullptr);  // drifted, but not named
+  }
+  CHECK(Find(whole, "EVENTS") != nullptr);
+  CHECK(Find(whole, "DECL/decl_gone") != nullptr);
+  CHECK(PlanStreams(f.desired, f.observed, {}, f.options).drift.empty());
+}
+
 TEST_CASE("the plan is deterministic", "[plan]") {
   Fixture f;
   f.observed.jetstream.streams.clear();
