@@ -196,6 +196,8 @@ void Storm(Bench& bench) {
   if (!metrics_before.ok()) Die("GET /metrics failed");
   const double advisory_before =
       SumSeries(metrics_before->body, "mesh_reconciler_passes_total", "trigger=\"advisory\"");
+  const double repair_before =
+      SumSeries(metrics_before->body, "mesh_reconciler_passes_total", "trigger=\"repair\"");
   const int64_t api_before = ApiTotal(*bench.server);
   std::atomic<int64_t> ours{0};  // API requests this benchmark sends
 
@@ -264,12 +266,17 @@ void Storm(Bench& bench) {
   const double advisory_passes =
       SumSeries(metrics_after->body, "mesh_reconciler_passes_total", "trigger=\"advisory\"") -
       advisory_before;
+  const double repair_passes =
+      SumSeries(metrics_after->body, "mesh_reconciler_passes_total", "trigger=\"repair\"") -
+      repair_before;
   // Converge() forces passes of its own; they count as trigger="forced", not in the above.
   const int64_t daemon_requests = ApiTotal(*bench.server) - api_before - ours.load();
   Row("storm: " + std::to_string(kEphemerals) + " ephemerals created and deleted in",
       Fixed(storm_s, "s"), "10 s");
   Row("storm: passes woken by advisories", std::to_string(static_cast<int>(advisory_passes)),
       "<= 10");
+  Row("storm: repair passes (the named streams alone, inside the floor)",
+      std::to_string(static_cast<int>(repair_passes)), "");
   Row("storm: API requests the daemon sent (forced passes incl.)", std::to_string(daemon_requests),
       "");
   Row("storm: deletion -> recreation, median (" + std::to_string(repair_ms.size()) + ")",
