@@ -245,6 +245,7 @@ void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStrea
   if (!decoded.ok()) return;
   ObservedStream stream{std::move(decoded->spec), "", Compact(*config),
                         std::move(decoded->problem)};
+  stream.max_consumers = Int(*config, "max_consumers", -1);
   if (const rapidjson::Value* cluster = Member(item, "cluster");
       cluster != nullptr && cluster->IsObject()) {
     clustered = true;

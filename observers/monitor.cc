@@ -347,6 +347,13 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   bool clustered = false;
   if (Result<HttpResponse> jsz = HttpGet(base + "/jsz", timeout); jsz.ok() && jsz->status == 200) {
     if (auto doc = ParseObject(jsz->body); doc && !doc->HasMember("disabled")) {
+      if (auto limits = doc->FindMember("limits");
+          limits != doc->MemberEnd() && limits->value.IsObject()) {
+        auto max = limits->value.FindMember("default_max_consumers");
+        if (max != limits->value.MemberEnd() && max->value.IsInt64()) {
+          server.default_max_consumers = std::max<int64_t>(0, max->value.GetInt64());
+        }
+      }
       auto meta = doc->FindMember("meta_cluster");
       if (meta == doc->MemberEnd()) {
         server.jetstream_cluster_size = 1;

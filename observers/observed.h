@@ -23,6 +23,9 @@ struct ObservedStream {
   // `config` then holds the server default for that field and must not be acted on. A problem
   // of this object only, never of the observation.
   std::string problem;
+  // The stream's own limit on its consumers ("max_consumers"; not a field the mesh owns): 0 or
+  // -1 when it has none, and then the server's default applies (ObservedServer).
+  int64_t max_consumers = -1;
 };
 
 struct ObservedConsumer {
@@ -90,6 +93,11 @@ struct ObservedServer {
   // group's count can lag); 1 for a standalone JetStream server; 0 when unknown (no monitor,
   // unreachable, JetStream disabled).
   int jetstream_cluster_size = 0;
+  // /jsz limits.default_max_consumers: from nats-server 2.15 on (default 1000, the server's
+  // jetstream { limits { default_max_consumers } }), how many consumers a stream without a
+  // max_consumers of its own may hold; beyond it a create is refused (10026). 0 when the server
+  // sets no such default (2.14 and before) or it is unknown (no monitor).
+  int64_t default_max_consumers = 0;
 };
 
 struct ObservedState {

@@ -380,10 +380,45 @@ class Planner {
     for (auto& [name, entry] : entries) out_.drift.push_back(std::move(entry));
   }
 
+  // How many more consumers each owned stream may hold, where a limit applies: the stream's
+  // own max_consumers, else the server's default (2.15 on). Every consumer the server lists on
+  // it counts, ephemerals included, as the server counts them.
+  struct Room {
+    int64_t limit = 0;
+    bool own = false;  // the stream's max_consumers, not the server's default
+    int64_t left = 0;
+    int64_t over = 0;  // missing consumers that do not fit
+  };
+  std::map<StreamName, Room> ConsumerRoom() const {
+    std::map<StreamName, int64_t> held;
+    for (const ObservedConsumer& c : observed_.jetstream.consumers) ++held[c.config.stream];
+    std::map<StreamName, int64_t> own_limit;
+    for (const ObservedStream& s : observed_.jetstream.streams) {
+      own_limit[s.config.name] = s.max_consumers;
+    }
+    std::map<StreamName, Room> room;
+    for (const StreamName& stream : owned_streams_) {
+      const auto own = own_limit.find(stream);
+      Room r;
+      r.own = own != own_limit.end() && own->second > 0;
+      r.limit = r.own ? own->second : observed_.server.default_max_consumers;
+      if (r.limit <= 0) continue;
+      const auto h = held.find(stream);
+      r.left = r.limit - (h == held.end() ? 0 : h->second);
+      room.emplace(stream, r);
+    }
+    return room;
+  }
+
+  static std::string LimitName(const Room& r) {
+    return r.own ? "its max_consumers" : "the server's jetstream limits default_max_consumers";
+  }
+
   void PlanConsumers() {
     const SortedIndex found(observed_.jetstream.consumers, ObservedConsumerKey);
     const SortedIndex wanted(desired_.consumers, ConsumerKeyOf);
     std::map<ConsumerKey, DriftEntry> entries;
+    std::map<StreamName, Room> room = ConsumerRoom();
 
     for (const ConsumerSpec& spec : desired_.consumers) {
       if (owned_streams_.count(spec.stream) == 0) continue;  // its stream is not ours to touch
@@ -392,9 +427,19 @@ class Planner {
         DriftEntry entry =
             Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
                   DriftState::kMissing, Remedy::kCreate);
+        auto limited = room.find(spec.stream);
         if (unsatisfiable_ && missing_streams_.count(spec.stream) != 0) {
           MarkUnsatisfiable(entry);
+        } else if (limited != room.end() && limited->second.left <= 0) {
+          // The server would refuse it (10026): reported, not sent, so that a pass is not a
+          // thousand refusals and the consumers that fit are still created.
+          Room& r = limited->second;
+          ++r.over;
+          entry.remedy = Remedy::kUnsatisfiable;
+          entry.note = "stream " + spec.stream.str() + " may hold " + std::to_string(r.limit) +
+                       " consumers (" + LimitName(r) + ") and is full";
         } else {
+          if (limited != room.end()) --limited->second.left;
           consumer_creates_.push_back(ConsumerAction(ActionKind::kCreateConsumer, spec));
         }
         entries.emplace(ConsumerKey(spec.stream, spec.durable), std::move(entry));
@@ -452,6 +497,13 @@ class Planner {
       entries.emplace(key, std::move(entry));
     }
     for (auto& [key, entry] : entries) out_.drift.push_back(std::move(entry));
+    for (const auto& [stream, r] : room) {
+      if (r.over == 0) continue;
+      out_.problems.push_back(
+          "stream " + stream.str() + " may hold " + std::to_string(r.limit) + " consumers (" +
+          LimitName(r) + "); " + std::to_string(r.over) +
+          " the records derive do not fit and are not created: raise that limit");
+    }
   }
 
   void AppendActions() {

@@ -532,6 +532,46 @@ TEST_CASE("named streams are repaired first, alone, with a few requests",
   }
 }
 
+// The limit nats-server 2.15 puts on every stream by default (1,000 consumers) is the same as a
+// stream's own max_consumers, which 2.9 and 2.10 enforce too: here DECL is made by hand with
+// room for one consumer less than the records derive.
+TEST_CASE("a stream's consumer limit: what fits is created, the rest reported, nothing refused",
+          "[pass][integration][server]") {
+  Fresh f;
+  model::StreamSpec decl;
+  for (const auto& s : f.desired.streams) {
+    if (s.name.str() == "DECL") decl = s;
+  }
+  int64_t on_decl = 0;
+  for (const auto& c : f.desired.consumers) on_decl += c.stream.str() == "DECL" ? 1 : 0;
+  REQUIRE(on_decl >= 2);
+  Operator op(f.mesh.PassSettings());
+  std::string config = observers::EncodeStreamConfig(decl);
+  config.insert(1, "\"max_consumers\":" + std::to_string(on_decl - 1) + ",");
+  op.Call("STREAM.CREATE.DECL", config);
+
+  PassReport report = f.Pass();
+  INFO(Describe(report));
+  REQUIRE(report.status.ok());
+  CHECK_FALSE(report.any_action_failed());  // no creation the server refuses (10026)
+  int64_t created_on_decl = 0;
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.action.kind == ActionKind::kCreateConsumer && o.action.consumer->stream.str() == "DECL")
+      created_on_decl += o.outcome == Outcome::kDone ? 1 : 0;
+  }
+  CHECK(created_on_decl == on_decl - 1);
+  REQUIRE(report.remaining.size() == 1);
+  CHECK(report.remaining[0].kind == ObjectKind::kConsumer);
+  CHECK(report.remaining[0].remedy == Remedy::kUnsatisfiable);
+  CHECK(report.remaining[0].note.find("its max_consumers") != std::string::npos);
+  REQUIRE(report.remaining_problems.size() == 1);
+  CHECK(report.remaining_problems[0].find("stream DECL may hold") == 0);
+  // The next pass asks for nothing more.
+  PassReport again = f.Pass();
+  CHECK(again.plan.actions.empty());
+  CHECK_FALSE(again.converged());
+}
+
 TEST_CASE("the whole store wiped and the server restarted: back after one pass",
           "[pass][integration][server]") {
   Fresh f;

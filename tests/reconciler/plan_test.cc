@@ -220,6 +220,65 @@ TEST_CASE("PlanStreams is the whole plan cut down to the named streams", "[plan]
   CHECK(PlanStreams(f.desired, f.observed, {}, f.options).drift.empty());
 }
 
+// nats-server 2.15 limits each stream to 1,000 consumers unless it sets max_consumers itself
+// (jetstream limits default_max_consumers). Found on Debian's 2.15.1: on the Large mesh (2,000
+// nodes, a DECL consumer each) every pass sent 1,000 creations the server refused.
+TEST_CASE("consumers beyond a stream's limit are unsatisfiable, the rest are created", "[plan]") {
+  Fixture f;
+  std::vector<std::string> decl;  // in name order
+  for (const ConsumerSpec& c : f.desired.consumers) {
+    if (c.stream.str() == "DECL") decl.push_back(c.durable.str());
+  }
+  const size_t on_decl = decl.size();
+  REQUIRE(on_decl >= 2);
+  for (const ConsumerSpec& c : f.desired.consumers) {
+    if (c.stream.str() == "DECL") f.RemoveConsumer("DECL", c.durable.str());
+  }
+  f.AddConsumer("DECL", "");  // an ephemeral: the server counts it too
+  auto creates_on_decl = [](const PlanResult& plan) {
+    return std::count_if(plan.actions.begin(), plan.actions.end(), [](const Action& a) {
+      return a.kind == ActionKind::kCreateConsumer && a.consumer->stream.str() == "DECL";
+    });
+  };
+
+  SECTION("the server's default") {
+    f.observed.server.default_max_consumers = static_cast<int64_t>(on_decl);  // 1 is taken
+    const PlanResult plan = f.Run();
+    CHECK(creates_on_decl(plan) == static_cast<int64_t>(on_decl) - 1);
+    size_t unsatisfiable = 0;
+    for (const DriftEntry& e : plan.drift) {
+      if (e.remedy != Remedy::kUnsatisfiable) continue;
+      ++unsatisfiable;
+      CHECK(e.kind == ObjectKind::kConsumer);
+      CHECK(e.note.find("default_max_consumers") != std::string::npos);
+    }
+    CHECK(unsatisfiable == 1);
+    // The last in name order is the one left out: the same one every pass.
+    REQUIRE(Find(plan, "DECL/" + decl.back()));
+    CHECK(Find(plan, "DECL/" + decl.back())->remedy == Remedy::kUnsatisfiable);
+    REQUIRE(plan.problems.size() == 1);
+    CHECK(plan.problems[0] == "stream DECL may hold " + std::to_string(on_decl) +
+                                  " consumers (the server's jetstream limits "
+                                  "default_max_consumers); 1 the records derive do not fit and "
+                                  "are not created: raise that limit");
+    CHECK_FALSE(plan.converged());
+    // Other streams are under the same default, with room to spare.
+    CHECK(plan.actions.size() == on_decl - 1);
+  }
+  SECTION("the stream's own max_consumers wins over the default") {
+    f.observed.server.default_max_consumers = 1;
+    f.Stream("DECL").max_consumers = static_cast<int64_t>(on_decl) + 1;
+    const PlanResult plan = f.Run();
+    CHECK(creates_on_decl(plan) == static_cast<int64_t>(on_decl));
+    CHECK(plan.problems.empty());
+  }
+  SECTION("no limit (2.14 and before, the default)") {
+    const PlanResult plan = f.Run();
+    CHECK(creates_on_decl(plan) == static_cast<int64_t>(on_decl));
+    CHECK(plan.problems.empty());
+  }
+}
+
 TEST_CASE("the plan is deterministic", "[plan]") {
   Fixture f;
   f.observed.jetstream.streams.clear();
