@@ -155,6 +155,18 @@ TEST_CASE("config_load_time moves when the server reloads on SIGHUP",
   }));
 }
 
+// nats-server 2.15 limits every stream to default_max_consumers consumers unless the stream
+// sets its own (1,000 by default); the plan must know it to not send creations it refuses.
+TEST_CASE("ObserveServer reads the server's default consumer limit where it has one",
+          "[observers][integration][server]") {
+  testing::NatsServerOptions options;
+  options.default_max_consumers = 1234;
+  auto server = NatsServer::Start(options);
+  ObservedServer observed = ObserveServer(server->monitor_url(), kTimeout);
+  INFO(testing::ServerBinaryVersion());
+  CHECK(observed.default_max_consumers == (testing::ServerHasDefaultMaxConsumers() ? 1234 : 0));
+}
+
 TEST_CASE("A cluster member without a meta leader is reachable but not ready",
           "[observers][integration][server]") {
   // Routes to two members that never start: JetStream cannot form its meta group.
@@ -169,7 +181,10 @@ TEST_CASE("A cluster member without a meta leader is reachable but not ready",
   CHECK_FALSE(observed.ready);
   // The server's words, from the meta layer query of its version (2.9/2.10 js-server-only,
   // 2.11 on js-meta-only).
-  CHECK(observed.not_ready_reason == "JetStream has not established contact with a meta leader");
+  // 2.14.5's monitor.go checks "recovering" before "no leader" (healthz: "JetStream is still
+  // recovering meta layer"), and 2.15.1 answers that here; older ones the other.
+  CHECK((observed.not_ready_reason == "JetStream has not established contact with a meta leader" ||
+         observed.not_ready_reason == "JetStream is still recovering meta layer"));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "observers/monitor.h"
+#include "observers/server_version.h"
 #include "observers/unique_fd.h"
 
 namespace mesh::testing {
@@ -213,6 +214,14 @@ std::string ServerBinaryVersion() {
   return output.substr(v + 3, end - v - 3);
 }
 
+bool ServerHasDefaultMaxConsumers() {
+  static const bool has = [] {
+    const auto version = observers::ParseServerVersion(ServerBinaryVersion());
+    return version && *version >= observers::ServerVersion{2, 15, 0};
+  }();
+  return has;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -249,7 +258,11 @@ std::unique_ptr<NatsServer> NatsServer::Start(const NatsServerOptions& options) 
        << "http: \"127.0.0.1:" << server->monitor_port_ << "\"\n"
        << "pid_file: " << Quoted(server->pid_file()) << "\n"
        << "log_file: " << Quoted(server->log_file()) << "\n"
-       << "jetstream {\n  store_dir: " << Quoted(server->store_dir()) << "\n}\n";
+       << "jetstream {\n  store_dir: " << Quoted(server->store_dir()) << "\n";
+  if (options.default_max_consumers != 0 && ServerHasDefaultMaxConsumers()) {
+    conf << "  limits { default_max_consumers: " << options.default_max_consumers << " }\n";
+  }
+  conf << "}\n";
   if (options.cluster_port != 0) {
     conf << "cluster {\n  name: " << Quoted(options.cluster_name) << "\n"
          << "  listen: \"127.0.0.1:" << options.cluster_port << "\"\n  routes: [\n";

@@ -39,6 +39,8 @@ std::string ServerBinary();
 // That binary's version as `nats-server --version` prints it, without the "v": "2.9.10".
 // Throws std::runtime_error when it cannot be run or read.
 std::string ServerBinaryVersion();
+// Whether that binary has the jetstream limit default_max_consumers (2.15 on).
+bool ServerHasDefaultMaxConsumers();
 
 // Set by the test main (tests/main_test.cc) when a test case starts and ends, so that
 // ServerBinary() can refuse a test case without the [server] tag.
@@ -67,6 +69,11 @@ struct NatsServerOptions {
   // (`accounts { include "users.conf" <other_accounts> }`): users.conf is one account entry, as
   // mesh-reconciler renders it with --users-scope account.
   std::string other_accounts;
+  // nats-server 2.15 on: `jetstream { limits { default_max_consumers } }`, the consumers a
+  // stream without a max_consumers of its own may hold (the server's default is 1,000). 0
+  // keeps the server's default. Not written for older servers, which have no such limit and
+  // refuse the field.
+  int64_t default_max_consumers = 0;
 };
 
 class NatsServer {
