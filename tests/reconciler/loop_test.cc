@@ -594,6 +594,7 @@ namespace mesh::reconciler {
 namespace {
 
 using mesh::testing::WaitFor;
+using std::chrono::milliseconds;
 using test::PassCall;
 using test::QuietOptions;
 using test::ScriptedRunner;
@@ -690,23 +691,39 @@ void ReportExampleScope(ScriptedRunner& runner) {
 constexpr char kDeclConsumerDeleted[] = "$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-a";
 constexpr char kDeclDeleted[] = "$JS.EVENT.ADVISORY.STREAM.DELETED.DECL";
 
+// A loop whose passes report ExampleScope(), past its start pass and a first advisory-woken pass
+// (a consumer of DECL deleted): from here on the floor holds the next full pass back.
+struct FloorStarted {
+  explicit FloorStarted(milliseconds floor, milliseconds heartbeat = milliseconds(50))
+      : options(Options(floor, heartbeat)), loop(options, nullptr) {
+    ReportExampleScope(runner);
+    loop.Start(runner);
+    REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+    loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
+    REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  }
+  static LoopOptions Options(milliseconds floor, milliseconds heartbeat) {
+    LoopOptions o = QuietOptions();
+    o.advisory_floor = floor;
+    o.heartbeat = heartbeat;
+    return o;
+  }
+  ScriptedRunner runner;
+  LoopOptions options;
+  Loop loop;
+};
+
 // Issue 11: a deletion's repair waited for the advisory floor and then a whole pass; the
 // deleted stream is now repaired at once, alone, and the full pass still follows at the floor.
 TEST_CASE(
     "A stream named by an advisory within the floor is repaired at once, the full pass "
     "follows at the floor",
     "[loop]") {
-  ScriptedRunner runner;
-  ReportExampleScope(runner);
-  LoopOptions options = QuietOptions();
-  options.heartbeat = std::chrono::seconds(3);
-  options.advisory_floor = std::chrono::milliseconds(400);
-  Loop loop(options, nullptr);
-  loop.Start(runner);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
   // The first advisory starts a full pass at once (no floor yet), which repairs DECL first.
-  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  FloorStarted started(milliseconds(400), std::chrono::seconds(3));
+  ScriptedRunner& runner = started.runner;
+  Loop& loop = started.loop;
+  const LoopOptions& options = started.options;
   // The stream's own advisory comes within the floor: a repair now, the full pass at the floor.
   const auto woken = std::chrono::steady_clock::now();
   loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclDeleted);
@@ -732,15 +749,9 @@ TEST_CASE(
 }
 
 TEST_CASE("No repair while held, nor for what the mesh does not own", "[loop]") {
-  ScriptedRunner runner;
-  ReportExampleScope(runner);
-  LoopOptions options = QuietOptions();
-  options.advisory_floor = std::chrono::milliseconds(200);
-  Loop loop(options, nullptr);
-  loop.Start(runner);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
-  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  FloorStarted started(milliseconds(200));
+  ScriptedRunner& runner = started.runner;
+  Loop& loop = started.loop;
 
   SECTION("an ephemeral's or a foreign stream's advisory names nothing") {
     loop.OnBusEvent(observers::BusEvent::kAdvisory,
@@ -768,15 +779,9 @@ TEST_CASE("No repair while held, nor for what the mesh does not own", "[loop]") 
 }
 
 TEST_CASE("A forced request waits for a full pass, not a repair", "[loop]") {
-  ScriptedRunner runner;
-  ReportExampleScope(runner);
-  LoopOptions options = QuietOptions();
-  options.advisory_floor = std::chrono::milliseconds(300);
-  Loop loop(options, nullptr);
-  loop.Start(runner);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
-  loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclConsumerDeleted);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 2; }));
+  FloorStarted started(milliseconds(300));
+  ScriptedRunner& runner = started.runner;
+  Loop& loop = started.loop;
   runner.Close();
   loop.OnBusEvent(observers::BusEvent::kAdvisory, kDeclDeleted);
   REQUIRE(runner.WaitInPass(3));  // the repair, held open
