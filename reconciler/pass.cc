@@ -718,7 +718,9 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
 }
 
 Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
-  observers::ObservedState observed = ObserveFileAndServer(settings);
+  // The server only: the users file is not part of the named streams' plan.
+  observers::ObservedState observed;
+  observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
   if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
   if (!bus || !bus->connected()) return Status(Errc::kUnavailable, "not connected");
   Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(

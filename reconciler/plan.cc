@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -715,18 +716,27 @@ PlanResult Plan(const model::DesiredState& desired, const model::RenderedUsersFi
 
 PlanResult PlanStreams(const model::DesiredState& desired, const observers::ObservedState& observed,
                        const std::set<StreamName>& streams, const PlanOptions& options) {
-  model::DesiredState part = desired;
-  std::erase_if(part.streams,
-                [&](const model::StreamSpec& s) { return streams.count(s.name) == 0; });
-  std::erase_if(part.consumers,
-                [&](const model::ConsumerSpec& c) { return streams.count(c.stream) == 0; });
-  observers::ObservedState seen = observed;
-  std::erase_if(seen.jetstream.streams, [&](const observers::ObservedStream& s) {
-    return streams.count(s.config.name) == 0;
-  });
-  std::erase_if(seen.jetstream.consumers, [&](const observers::ObservedConsumer& c) {
-    return streams.count(c.config.stream) == 0;
-  });
+  // Only what the plan of these streams reads: no principals, no users file (on a large mesh
+  // thousands of entries and the whole file, copied for nothing).
+  model::DesiredState part;
+  part.mesh = desired.mesh;
+  part.account = desired.account;
+  part.replicas = desired.replicas;
+  std::copy_if(desired.streams.begin(), desired.streams.end(), std::back_inserter(part.streams),
+               [&](const model::StreamSpec& s) { return streams.count(s.name) != 0; });
+  std::copy_if(desired.consumers.begin(), desired.consumers.end(),
+               std::back_inserter(part.consumers),
+               [&](const model::ConsumerSpec& c) { return streams.count(c.stream) != 0; });
+  observers::ObservedState seen;
+  seen.server = observed.server;
+  seen.jetstream.cluster_size = observed.jetstream.cluster_size;
+  const observers::ObservedJetStream& js = observed.jetstream;
+  std::copy_if(
+      js.streams.begin(), js.streams.end(), std::back_inserter(seen.jetstream.streams),
+      [&](const observers::ObservedStream& s) { return streams.count(s.config.name) != 0; });
+  std::copy_if(
+      js.consumers.begin(), js.consumers.end(), std::back_inserter(seen.jetstream.consumers),
+      [&](const observers::ObservedConsumer& c) { return streams.count(c.config.stream) != 0; });
   PlanOptions without_file = options;
   without_file.users_file_path.clear();
   return Plan(part, model::RenderedUsersFile{}, seen, without_file);

@@ -595,20 +595,11 @@ namespace {
 
 using mesh::testing::WaitFor;
 using std::chrono::milliseconds;
+using test::Forced;
+using test::Millis;
 using test::PassCall;
 using test::QuietOptions;
 using test::ScriptedRunner;
-
-PassReport Forced(Loop& loop) {
-  Result<PassReport> report = loop.RequestPass(std::chrono::seconds(10));
-  INFO(report.status().ToString());
-  REQUIRE(report.ok());
-  return *report;
-}
-
-double Millis(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
-}
 
 AdvisoryScope ExampleScope() {
   AdvisoryScope scope;
