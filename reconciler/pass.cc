@@ -3,13 +3,16 @@
 // clock and does no I/O.
 #include "reconciler/pass.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <set>
@@ -35,6 +38,17 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kRemovalWait = std::chrono::seconds(5);
 constexpr auto kRemovalPoll = std::chrono::milliseconds(2);
 constexpr auto kRemovalSettle = std::chrono::milliseconds(200);
+
+// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
+// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
+// still goes to hashing, so on an idle machine it takes no longer. Linux keeps the nice value
+// per thread and a new thread inherits it, so HashAll's helpers run at it too.
+constexpr int kHashingNice = 19;
+
+// The calling thread's nice value set to kHashingNice; false (nothing changed) if refused.
+bool LowerThisThreadsPriority() {
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHashingNice) == 0;
+}
 
 model::ReconcilerIdentity Identity(const Settings& settings) {
   model::ReconcilerIdentity identity;
@@ -330,11 +344,16 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
   Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
       {{"pending", total},
        {"threads", std::max(1u, std::thread::hardware_concurrency())},
+       {"nice", kHashingNice},
        {"own_entry_first", users_state == UsersFile::kInterim}});
   if (background->progress) background->progress(total);
   HashJob* j = job.get();
   const BackgroundHashing hooks = *background;
   job->thread = std::thread([j, hooks, pass_id, total, scope = settings.users_scope] {
+    if (!LowerThisThreadsPriority()) {
+      Log(LogLevel::kWarn, pass_id, "hashing at normal priority: setpriority refused",
+          {{"error", std::strerror(errno)}});
+    }
     const auto started = Clock::now();
     size_t logged_tenth = 0;
     auto progress = [&](size_t done, size_t all) {
