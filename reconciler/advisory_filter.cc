@@ -58,4 +58,22 @@ std::optional<std::string> RepairTarget(std::string_view subject, const Advisory
   return std::nullopt;
 }
 
+std::optional<DeletionAdvisory> DeletionNamed(std::string_view subject) {
+  constexpr std::string_view kStreamDeleted[] = {"$JS.EVENT.ADVISORY.STREAM.DELETED."};
+  constexpr std::string_view kConsumerDeleted[] = {"$JS.EVENT.ADVISORY.CONSUMER.DELETED."};
+  DeletionAdvisory out;
+  if (auto stream = After(subject, kStreamDeleted)) {
+    out.stream = *stream;
+  } else if (auto rest = After(subject, kConsumerDeleted)) {
+    const size_t dot = rest->find('.');
+    if (dot == std::string_view::npos || dot + 1 == rest->size()) return std::nullopt;
+    out.stream = rest->substr(0, dot);
+    out.consumer = true;
+  } else {
+    return std::nullopt;
+  }
+  if (out.stream.empty() || out.stream.find('.') != std::string_view::npos) return std::nullopt;
+  return out;
+}
+
 }  // namespace mesh::reconciler

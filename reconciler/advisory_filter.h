@@ -39,4 +39,15 @@ bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope);
 // any scope is known.
 std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope);
 
+// The stream a deletion advisory names: STREAM.DELETED.<stream>, or CONSUMER.DELETED.<stream>.
+// <consumer> for any consumer, ephemerals included. Deleting a stream, the server deletes each
+// of its consumers first (an advisory each), then sends the stream's own advisory, and only then
+// removes the folder; so the last of these for a stream tells when that removal can begin
+// (nats-server v2.9.10 stream.go, (*stream).stop). Nullopt for any other subject.
+struct DeletionAdvisory {
+  std::string_view stream;
+  bool consumer = false;  // a consumer's deletion (else the stream's own)
+};
+std::optional<DeletionAdvisory> DeletionNamed(std::string_view subject);
+
 }  // namespace mesh::reconciler

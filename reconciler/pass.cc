@@ -15,6 +15,8 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -33,11 +35,69 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Recreating a stream deleted since the last observation (WaitForRemovedStores): how long to
-// wait at most for the server to stop naming its old store, how often to ask, and the fixed
-// settle where the server cannot tell.
+// wait at most for the server to stop naming its old store (or for deletion advisories to stop
+// coming), how often to look, and the settle after the last deletion advisory where the server
+// cannot tell.
 constexpr auto kRemovalWait = std::chrono::seconds(5);
 constexpr auto kRemovalPoll = std::chrono::milliseconds(2);
 constexpr auto kRemovalSettle = std::chrono::milliseconds(200);
+// On 2.9 the folder goes with every consumer's in it (their own deletion leaves them to the
+// stream's): 3,000 consumers took 430 ms after the last advisory here (ext4, 2 cores), so the
+// settle grows by a millisecond per consumer the old stream had, about 7x that, up to a bound.
+constexpr auto kRemovalSettlePerConsumer = std::chrono::milliseconds(1);
+constexpr auto kRemovalSettleMax = std::chrono::seconds(10);
+
+// When each stream was last named by a deletion advisory (DeletionNamed), as received, and how
+// many of its consumers' deletions came in that burst (advisories less than kRemovalSettle
+// apart): the settle before recreating a deleted stream counts from the last one and grows
+// with the consumers (a stream being deleted deletes each consumer first, an advisory each).
+// Streams outside the last pass's scope are not kept (a foreign client's ephemerals come and go
+// all day); before any scope, at most kMaxTracked, the oldest dropped first. Thread-safe:
+// written on the cnats thread, read by the pass.
+class DeletionClock {
+ public:
+  struct Burst {
+    Clock::time_point last;
+    size_t consumers = 0;  // consumer deletions in the burst
+  };
+  void SetScope(std::shared_ptr<const AdvisoryScope> scope) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    scope_ = std::move(scope);
+    std::erase_if(bursts_, [&](const auto& entry) { return !InScope(entry.first); });
+  }
+  void Note(const DeletionAdvisory& advisory, Clock::time_point at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!InScope(advisory.stream)) return;
+    auto it = bursts_.find(advisory.stream);
+    if (it == bursts_.end()) {
+      if (bursts_.size() >= kMaxTracked) {
+        bursts_.erase(std::min_element(
+            bursts_.begin(), bursts_.end(),
+            [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
+      }
+      it = bursts_.emplace(std::string(advisory.stream), Burst{at, 0}).first;
+    } else if (at - it->second.last > kRemovalSettle) {
+      it->second.consumers = 0;  // a new burst
+    }
+    it->second.last = at;
+    if (advisory.consumer) ++it->second.consumers;
+  }
+  std::optional<Burst> Last(std::string_view stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = bursts_.find(stream);
+    if (it == bursts_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kMaxTracked = 1024;
+  bool InScope(std::string_view stream) const {
+    return scope_ == nullptr || scope_->streams.count(stream) != 0;
+  }
+  mutable std::mutex mutex_;
+  std::shared_ptr<const AdvisoryScope> scope_;        // guarded by mutex_; null before a pass
+  std::map<std::string, Burst, std::less<>> bursts_;  // guarded by mutex_
+};
 
 // Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
 // the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
@@ -169,15 +229,17 @@ struct Reconciler::Impl {
 
   Settings settings;
   observers::EventSink events;
+  // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
+  std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
   std::unique_ptr<observers::BusConnection> bus;
   int64_t requests_before = 0;  // bus->requests_sent() when this pass began using the bus
   std::optional<model::Records> last_valid;
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
-  std::unique_ptr<LeaseKeeper> lease;    // with --lease
-  Clock::time_point last_lease_round{};  // when LeaseRound last ran
-  std::set<StreamName> seen_streams;     // in the last observation
+  std::unique_ptr<LeaseKeeper> lease;         // with --lease
+  Clock::time_point last_lease_round{};       // when LeaseRound last ran
+  std::map<StreamName, size_t> seen_streams;  // in the last observation: their consumers
   int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
@@ -416,7 +478,19 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
     if (!bus->reconnecting()) bus.reset();
   }
   if (bus && bus->connected()) return Status::Ok();
-  auto connected = observers::BusConnection::Connect(settings.bus, events);
+  observers::EventSink sink;
+  if (events) {
+    sink = [forward = events, deletions = deletions](observers::BusEvent event,
+                                                     const std::string& subject) {
+      if (event == observers::BusEvent::kAdvisory) {
+        if (std::optional<DeletionAdvisory> deletion = DeletionNamed(subject)) {
+          deletions->Note(*deletion, Clock::now());
+        }
+      }
+      forward(event, subject);
+    };
+  }
+  auto connected = observers::BusConnection::Connect(settings.bus, sink);
   if (!connected.ok()) return connected.status();
   bus = std::move(*connected);
   requests_before = 0;
@@ -569,6 +643,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   report.readiness = ServerReadiness::kReady;
   report.unhealthy = observed->server.unhealthy;
   report.advisory_scope = ScopeOf(desired, *observed);
+  deletions->SetScope(report.advisory_scope);
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).
@@ -682,7 +757,10 @@ ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
 void Reconciler::Impl::RememberStreams(const observers::ObservedState& observed) {
   seen_streams.clear();
   for (const observers::ObservedStream& s : observed.jetstream.streams) {
-    seen_streams.insert(s.config.name);
+    seen_streams.emplace(s.config.name, 0);
+  }
+  for (const observers::ObservedConsumer& c : observed.jetstream.consumers) {
+    if (auto it = seen_streams.find(c.config.stream); it != seen_streams.end()) ++it->second;
   }
 }
 
@@ -721,10 +799,32 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
     }
   } else {
     // 2.9, clusters, no monitor: nothing tells when the old folder is gone. The server sends
-    // the deletion advisory before it removes the folder, and a stream created meanwhile is
-    // removed with it (acknowledged messages lost at the next restart): settle first.
-    how = "a fixed settle (this server does not show stores on disk)";
-    std::this_thread::sleep_for(kRemovalSettle);
+    // the deletion advisories (each consumer's, then the stream's) before it removes the
+    // folder, and a stream created meanwhile is removed with it (acknowledged messages lost at
+    // the next restart): settle, until kRemovalSettle after this wait began and after the last
+    // deletion advisory naming any of these streams (more may come while we wait).
+    how = "a settle after the last deletion advisory (this server does not show stores on disk)";
+    auto settled_at = [&] {
+      Clock::time_point until = begin + kRemovalSettle;
+      for (const std::string& n : recreated) {
+        // Without a deletion advisory (a store wiped, advisories missed) the plain settle from
+        // `begin`; with one, the deletion may still be removing its consumers' folders.
+        std::optional<DeletionClock::Burst> burst = deletions->Last(n);
+        if (!burst) continue;
+        auto seen = seen_streams.find(StreamName(n));
+        const size_t consumers =
+            std::max(burst->consumers, seen == seen_streams.end() ? size_t{0} : seen->second);
+        const Clock::duration settle = std::min<Clock::duration>(
+            kRemovalSettle + kRemovalSettlePerConsumer * static_cast<int64_t>(consumers),
+            kRemovalSettleMax);
+        until = std::max(until, burst->last + settle);
+      }
+      return until;
+    };
+    for (Clock::time_point until = settled_at();
+         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
+      std::this_thread::sleep_for(kRemovalPoll);
+    }
   }
   std::string names;
   for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;

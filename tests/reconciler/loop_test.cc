@@ -669,6 +669,28 @@ TEST_CASE("an advisory of a deletion or change names its stream for a repair, a 
   CHECK_FALSE(RepairTarget("$JS.EVENT.ADVISORY.STREAM.DELETED.EVENTS", nullptr));
 }
 
+TEST_CASE("a deletion advisory names its stream for the removal settle, any consumer counts",
+          "[loop]") {
+  auto named = [](std::string_view subject) -> std::optional<std::pair<std::string, bool>> {
+    std::optional<DeletionAdvisory> d = DeletionNamed(subject);
+    if (!d) return std::nullopt;
+    return std::make_pair(std::string(d->stream), d->consumer);
+  };
+  using Named = std::optional<std::pair<std::string, bool>>;
+  CHECK(named("$JS.EVENT.ADVISORY.STREAM.DELETED.DECL") == Named({"DECL", false}));
+  CHECK(named("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.decl_node-a") == Named({"DECL", true}));
+  // A stream being deleted deletes every consumer first, a client's ephemeral's included.
+  CHECK(named("$JS.EVENT.ADVISORY.CONSUMER.DELETED.EVENTS.Xk3bQ9aZ") == Named({"EVENTS", true}));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.STREAM.CREATED.DECL"));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.STREAM.UPDATED.DECL"));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.CONSUMER.CREATED.DECL.decl_node-a"));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.DECL.decl_node-a"));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL"));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL."));
+  CHECK_FALSE(named("$JS.EVENT.ADVISORY.STREAM.DELETED."));
+  CHECK_FALSE(named(""));
+}
+
 // A runner whose passes report ExampleScope(): what the mesh owns, for the advisories.
 void ReportExampleScope(ScriptedRunner& runner) {
   auto scope = std::make_shared<const AdvisoryScope>(ExampleScope());
