@@ -29,7 +29,7 @@ std::optional<ApiError> ParseApiError(std::string_view payload);
 
 // Whose consumers are listed. Every stream of the account is listed (a stream list is one
 // request per 256 streams), but consumers only on the streams the mesh owns: those carrying its
-// ownership mark. A desired name present without the mark is someone else's (conventions 7.1)
+// ownership mark. A desired name present without the mark is someone else's (conventions 7.2)
 // and its consumers are never examined, so they are not listed either: KV buckets, foreign
 // streams and their consumers cost no request and can never fail a pass.
 struct ObserveScope {

@@ -1,6 +1,6 @@
 // The version of the nats-server the bus connection talks to, and what each version can do.
 // Behaviour that differs between server versions is decided here, in one place, by a free
-// function per capability (docs/conventions.md section 7.2 lists them).
+// function per capability (docs/conventions.md section 7.1 lists them).
 //
 // Thread-safety: pure functions, except ProbeServerVersion (its own socket per call).
 #pragma once

@@ -5,7 +5,7 @@
 // allowed $JS.API.>, and send one JetStream API request each.
 //
 // Deleting is for the mesh's objects only: the stream must carry the ownership mark of the
-// records' mesh (conventions 7.1), as the planner requires before it touches anything; a
+// records' mesh (conventions 7.2), as the planner requires before it touches anything; a
 // foreign stream, KV bucket or someone else's consumer is refused, and the deletion must be
 // confirmed with --yes typed on the command line (never read from the environment).
 #include <rapidjson/document.h>
