@@ -68,13 +68,6 @@ Result<CertificateFacts> ReadCertificateFile(const std::string& path) {
   return facts;
 }
 
-std::optional<int64_t> CertificateExpiry(const std::string& path) {
-  if (path.empty()) return std::nullopt;
-  Result<CertificateFacts> facts = ReadCertificateFile(path);
-  if (!facts.ok() || facts->not_after_unix == 0) return std::nullopt;
-  return facts->not_after_unix;
-}
-
 Validity ValidityAt(const CertificateFacts& facts, int64_t now_unix) {
   if (now_unix > facts.not_after_unix) return Validity::kExpired;
   if (now_unix < facts.not_before_unix) return Validity::kNotYetValid;

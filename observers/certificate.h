@@ -30,9 +30,6 @@ CertificateFacts FactsOf(X509* certificate);
 // The first certificate of a PEM file. Errors name the file, never its content.
 Result<CertificateFacts> ReadCertificateFile(const std::string& path);
 
-// notAfter (Unix seconds) of the first certificate in a PEM file; nullopt when unreadable.
-std::optional<int64_t> CertificateExpiry(const std::string& path);
-
 enum class Validity { kValid, kExpired, kNotYetValid };
 Validity ValidityAt(const CertificateFacts& facts, int64_t now_unix);
 

@@ -372,8 +372,4 @@ Status LoadSecrets(Settings& settings, const GetEnv& getenv) {
   return Status::Ok();
 }
 
-const char* PassSettingsHelp() {
-  return kPassSettingsHelpText;
-}
-
 }  // namespace mesh::reconciler

@@ -107,7 +107,6 @@ inline constexpr char kPassSettingsHelpText[] =
   --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
   --json                  machine-readable output
 )";
-const char* PassSettingsHelp();
 
 // Joins string literals at compile time, for help texts that include kPassSettingsHelpText:
 //   constexpr auto kText = JoinText("Usage: ...\n", kPassSettingsHelpText);

@@ -189,8 +189,6 @@ TEST_CASE("Certificate facts: the openssl-style SHA-256 fingerprint and the vali
   CHECK(ValidityAt(*facts, now) == Validity::kValid);
   CHECK(ValidityAt(*facts, facts->not_after_unix + 1) == Validity::kExpired);
   CHECK(ValidityAt(*facts, facts->not_before_unix - 1) == Validity::kNotYetValid);
-  CHECK(CertificateExpiry(cert.cert_file) == facts->not_after_unix);
-  CHECK_FALSE(CertificateExpiry(dir.path + "/absent.crt"));
   // A key file is not a certificate: refused, and the message does not quote it.
   auto key = ReadCertificateFile(cert.key_file);
   REQUIRE_FALSE(key.ok());

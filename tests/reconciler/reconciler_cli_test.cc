@@ -365,7 +365,7 @@ TEST_CASE("plan --help and reconcile --help list every pass flag", "[pass][cli]"
     Run help = RunBinary(std::string(command) + " --help");
     INFO(command);
     CHECK(help.exit_code == 0);
-    CHECK(help.out.find(PassSettingsHelp()) != std::string::npos);
+    CHECK(help.out.find(kPassSettingsHelpText) != std::string::npos);
     CHECK(help.out.find("--log-level") != std::string::npos);
     CHECK(help.out.find("Exit codes") != std::string::npos);
   }
