@@ -1,6 +1,7 @@
 #include "reconciler/settings.h"
 
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -130,15 +131,14 @@ const std::map<std::string, FlagSpec>& Flags() {
       {"bcrypt-cost",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) -> std::string {
-          try {
-            size_t used = 0;
-            int cost = std::stoi(v, &used);
-            if (used != v.size() || cost < 4 || cost > 31) throw 0;
-            s.bcrypt_cost = cost;
-            return {};
-          } catch (...) {
+          int cost = 0;
+          const char* end = v.data() + v.size();
+          const auto [stop, error] = std::from_chars(v.data(), end, cost);
+          if (v.empty() || error != std::errc() || stop != end || cost < 4 || cost > 31) {
             return "--bcrypt-cost: expected a whole number from 4 to 31";
           }
+          s.bcrypt_cost = cost;
+          return {};
         }}},
       {"json",
        {FlagKind::kSwitch,

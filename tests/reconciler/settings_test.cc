@@ -82,6 +82,23 @@ TEST_CASE("a bus URL names nats:// or tls://, and a wrong one says what to give"
   CHECK(env.status().message().find("nats:// or tls://") != std::string::npos);
 }
 
+TEST_CASE("the bcrypt cost flag takes a whole number from 4 to 31, nothing around it",
+          "[settings]") {
+  for (const char* good : {"4", "10", "31"}) {
+    auto parsed = ParseSettings({"--bcrypt-cost", good}, FakeEnv({}));
+    INFO(good);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->bcrypt_cost == std::stoi(good));
+  }
+  for (const char* bad :
+       {"3", "32", "", "ten", "10x", "1e1", "+10", " 10", "10 ", "-4", "99999999999999999999"}) {
+    auto parsed = ParseSettings({"--bcrypt-cost", bad}, FakeEnv({}));
+    INFO("'" << bad << "'");
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().message() == "--bcrypt-cost: expected a whole number from 4 to 31");
+  }
+}
+
 TEST_CASE("an unknown users scope is refused, naming the choices", "[settings]") {
   auto bad = ParseSettings({"--users-scope", "accounts"}, FakeEnv({}));
   REQUIRE_FALSE(bad.ok());
