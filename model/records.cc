@@ -76,7 +76,7 @@ bool LooksLikeBcrypt(std::string_view hash) {
 }
 
 // User text for a message: quoted, control characters escaped, cut after kMaxQuotedChars.
-std::string Quote(std::string_view text) {
+std::string QuoteForMessage(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";
   const std::string_view shown = text.substr(0, kMaxQuotedChars);
@@ -107,7 +107,7 @@ bool IsPlainKey(std::string_view key) {
 }
 
 std::string KeyPath(std::string_view parent, std::string_view key) {
-  if (!IsPlainKey(key)) return std::string(parent) + "[" + Quote(key) + "]";
+  if (!IsPlainKey(key)) return std::string(parent) + "[" + QuoteForMessage(key) + "]";
   if (parent == kRootPath) return std::string(key);
   return std::string(parent) + "." + std::string(key);
 }
@@ -269,7 +269,7 @@ std::string_view NameKindText(NameKind kind) {
 }
 
 std::string InvalidNameMessage(NameKind kind, std::string_view name) {
-  return "invalid " + std::string(NameKindText(kind)) + " name " + Quote(name) + " (" +
+  return "invalid " + std::string(NameKindText(kind)) + " name " + QuoteForMessage(name) + " (" +
          std::string(kNameRule) + ")";
 }
 
@@ -399,7 +399,7 @@ class Validator {
       const std::string item_path = IndexPath(path, index++);
       std::string identity = on_item(item, item_path);
       if (!identity.empty() && !seen.insert(identity).second) {
-        Error(item_path, "duplicate " + std::string(what) + " " + Quote(identity));
+        Error(item_path, "duplicate " + std::string(what) + " " + QuoteForMessage(identity));
       }
     }
   }
@@ -413,7 +413,7 @@ class Validator {
       std::string name;
       const bool valid = ReadName(item, at, kind, name);
       if (valid && !exists(name)) {
-        Error(at, "unknown " + std::string(NameKindText(kind)) + " " + Quote(name));
+        Error(at, "unknown " + std::string(NameKindText(kind)) + " " + QuoteForMessage(name));
       }
       out.push_back(name);
       return valid ? name : std::string();
@@ -437,7 +437,7 @@ class Validator {
       if (!ReadString(item, at, text)) return std::string();
       const size_t dot = text.find('.');
       if (dot == std::string::npos || text.find('.', dot + 1) != std::string::npos) {
-        Error(at, "expected \"<seat>.<event>\", got " + Quote(text));
+        Error(at, "expected \"<seat>.<event>\", got " + QuoteForMessage(text));
         return std::string();
       }
       FollowRef ref{text.substr(0, dot), text.substr(dot + 1)};
@@ -451,9 +451,10 @@ class Validator {
       }
       if (valid) {
         if (!SeatExists(ref.seat)) {
-          Error(at, "unknown seat " + Quote(ref.seat));
+          Error(at, "unknown seat " + QuoteForMessage(ref.seat));
         } else if (!declared_.seat_events.at(ref.seat).contains(ref.event)) {
-          Error(at, "seat " + Quote(ref.seat) + " does not emit " + Quote(ref.event));
+          Error(at, "seat " + QuoteForMessage(ref.seat) + " does not emit " +
+                        QuoteForMessage(ref.event));
         }
       }
       out.push_back(std::move(ref));
@@ -465,15 +466,15 @@ class Validator {
   void Claim(UniqueNames& names, const std::string& name, std::string_view path) {
     const auto [it, inserted] = names.first_path.emplace(name, std::string(path));
     if (!inserted) {
-      Error(path, "duplicate " + std::string(names.what) + " name " + Quote(name) + " (first at " +
-                      it->second + ")");
+      Error(path, "duplicate " + std::string(names.what) + " name " + QuoteForMessage(name) +
+                      " (first at " + it->second + ")");
     }
   }
 
   void ReadPrincipalName(const rj::Value& value, std::string_view path, std::string& out) {
     if (!ReadName(value, path, NameKind::kPrincipal, out)) return;
     if (out == options_.reconciler_user) {
-      Error(path, Quote(out) + " is reserved: it is the reconciler's own user");
+      Error(path, QuoteForMessage(out) + " is reserved: it is the reconciler's own user");
       return;
     }
     Claim(principals_, out, path);
@@ -588,7 +589,7 @@ class Validator {
                [&](std::string_view key, const rj::Value& member, std::string_view at) {
                  if (key == "account") {
                    if (ReadString(member, at, bus.account) && !IsValidAccountName(bus.account)) {
-                     Error(at, "invalid account name " + Quote(bus.account) +
+                     Error(at, "invalid account name " + QuoteForMessage(bus.account) +
                                    " (must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$)");
                    }
                  } else if (key == "replicas") {

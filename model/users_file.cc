@@ -55,7 +55,7 @@ constexpr std::string_view kAccountHeader =
 
 // A double-quoted string in nats-server configuration syntax (its lexer knows the escapes
 // t, n, r, quote, backslash and xHH).
-std::string Quote(std::string_view s) {
+std::string ConfString(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out += '"';
@@ -97,7 +97,7 @@ std::string Indent(int level) {
 void AppendList(std::string& out, int level, std::string_view key,
                 const std::vector<std::string>& items) {
   out += Indent(level) + std::string(key) + ": [\n";
-  for (const std::string& item : items) out += Indent(level + 1) + Quote(item) + "\n";
+  for (const std::string& item : items) out += Indent(level + 1) + ConfString(item) + "\n";
   out += Indent(level) + "]\n";
 }
 
@@ -127,8 +127,8 @@ std::string RenderUser(const Principal& principal, const std::string& hash,
   if (digest != nullptr) {
     out += Indent(level + 1) + std::string(kDigestCommentPrefix) + *digest + "\n";
   }
-  out += Indent(level + 1) + "user: " + Quote(principal.user.str()) + "\n";
-  out += Indent(level + 1) + "password: " + Quote(hash) + "\n";
+  out += Indent(level + 1) + "user: " + ConfString(principal.user.str()) + "\n";
+  out += Indent(level + 1) + "password: " + ConfString(hash) + "\n";
   out += Indent(level + 1) + "permissions: {\n";
   AppendDirection(out, level + 2, "publish", principal.publish_allow);
   AppendDirection(out, level + 2, "subscribe", principal.subscribe_allow);
@@ -137,7 +137,9 @@ std::string RenderUser(const Principal& principal, const std::string& hash,
   return out;
 }
 
-bool LooksLikeBcrypt(const std::string& hash) {
+// A prefix check only (what the users file must never carry is plain text, and every hash of
+// ours starts so); records.cc's LooksLikeBcrypt checks a whole hash.
+bool StartsLikeBcrypt(const std::string& hash) {
   return hash.rfind("$2", 0) == 0;
 }
 
@@ -280,11 +282,12 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
     auto hash = hashes.find(p.user);
     if (hash == hashes.end()) {
       return Result<RenderedUsersFile>(Errc::kInternal,
-                                       "no bcrypt hash for user " + Quote(p.user.str()));
+                                       "no bcrypt hash for user " + ConfString(p.user.str()));
     }
-    if (!LooksLikeBcrypt(hash->second)) {  // never write anything that could be plain text
+    if (!StartsLikeBcrypt(hash->second)) {  // never write anything that could be plain text
       return Result<RenderedUsersFile>(
-          Errc::kInternal, "the credential for user " + Quote(p.user.str()) + " is not bcrypt");
+          Errc::kInternal,
+          "the credential for user " + ConfString(p.user.str()) + " is not bcrypt");
     }
     auto digest = digests.find(p.user);
     std::string block =
@@ -301,7 +304,7 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
   } else {
     out.bytes += kAccountHeader;
   }
-  out.bytes += Indent(base) + Quote(desired.account) + ": {\n";
+  out.bytes += Indent(base) + ConfString(desired.account) + ": {\n";
   out.bytes += Indent(base + 1) + "jetstream: enabled\n";
   out.bytes += Indent(base + 1) + "users: [\n";
   out.bytes += users;
