@@ -61,9 +61,7 @@ references_name_headings() {
       status=1
     fi
   done < <(references)
-  echo "$count references checked"
-  ((count > 0)) || { echo "no reference found: the pattern is broken"; return 1; }
-  return "$status"
+  finish_scan "$count" references "$status"
 }
 
 run_test "$doc: numbered headings unique and in order" headings_unique_and_ordered

@@ -62,9 +62,7 @@ folders_follow_the_graph() {
       status=1
     fi
   done < <(quoted_includes)
-  echo "$count includes checked"
-  ((count > 0)) || { echo "no include found: the pattern is broken"; return 1; }
-  return "$status"
+  finish_scan "$count" includes "$status"
 }
 
 no_forbidden_library() {

@@ -31,6 +31,15 @@ test_lib_finish() {
   [[ $failed -eq 0 ]]
 }
 
+# The end of a check that scanned the tree: "N WHAT checked", and failure when N is 0 (the
+# scan's pattern no longer matches anything) or STATUS is not 0.
+#   finish_scan COUNT WHAT STATUS
+finish_scan() {
+  echo "$1 $2 checked"
+  (($1 > 0)) || { echo "no $2 found: the pattern is broken"; return 1; }
+  return "$3"
+}
+
 # The metric names, read from the sources (run from the repository's root).
 
 # The metrics renamed to the mesh_reconciler_ prefix, "OLD NEW" a line: the kRenamedMetrics
