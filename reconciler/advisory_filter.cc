@@ -5,15 +5,17 @@
 namespace mesh::reconciler {
 namespace {
 
-constexpr std::string_view kStreamPrefixes[] = {
-    "$JS.EVENT.ADVISORY.STREAM.CREATED.",
-    "$JS.EVENT.ADVISORY.STREAM.DELETED.",
-    "$JS.EVENT.ADVISORY.STREAM.UPDATED.",
-};
-constexpr std::string_view kConsumerPrefixes[] = {
-    "$JS.EVENT.ADVISORY.CONSUMER.CREATED.",
-    "$JS.EVENT.ADVISORY.CONSUMER.DELETED.",
-};
+constexpr std::string_view kStreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
+constexpr std::string_view kStreamDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED.";
+constexpr std::string_view kStreamUpdated = "$JS.EVENT.ADVISORY.STREAM.UPDATED.";
+constexpr std::string_view kConsumerCreated = "$JS.EVENT.ADVISORY.CONSUMER.CREATED.";
+constexpr std::string_view kConsumerDeleted = "$JS.EVENT.ADVISORY.CONSUMER.DELETED.";
+
+constexpr std::string_view kStreamPrefixes[] = {kStreamCreated, kStreamDeleted, kStreamUpdated};
+constexpr std::string_view kConsumerPrefixes[] = {kConsumerCreated, kConsumerDeleted};
+constexpr std::string_view kStreamChanged[] = {kStreamDeleted, kStreamUpdated};
+constexpr std::string_view kStreamDeletedOnly[] = {kStreamDeleted};
+constexpr std::string_view kConsumerDeletedOnly[] = {kConsumerDeleted};
 
 // The rest of `subject` after one of `prefixes`, or nullopt.
 template <size_t N>
@@ -46,25 +48,18 @@ bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope) {
 
 std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope) {
   if (scope == nullptr || !AdvisoryWakes(subject, scope)) return std::nullopt;
-  constexpr std::string_view kStreamChanged[] = {
-      "$JS.EVENT.ADVISORY.STREAM.DELETED.",
-      "$JS.EVENT.ADVISORY.STREAM.UPDATED.",
-  };
-  constexpr std::string_view kConsumerDeleted[] = {"$JS.EVENT.ADVISORY.CONSUMER.DELETED."};
   if (auto stream = After(subject, kStreamChanged)) return std::string(*stream);
-  if (auto rest = After(subject, kConsumerDeleted)) {
+  if (auto rest = After(subject, kConsumerDeletedOnly)) {
     return std::string(rest->substr(0, rest->find('.')));
   }
   return std::nullopt;
 }
 
 std::optional<DeletionAdvisory> DeletionNamed(std::string_view subject) {
-  constexpr std::string_view kStreamDeleted[] = {"$JS.EVENT.ADVISORY.STREAM.DELETED."};
-  constexpr std::string_view kConsumerDeleted[] = {"$JS.EVENT.ADVISORY.CONSUMER.DELETED."};
   DeletionAdvisory out;
-  if (auto stream = After(subject, kStreamDeleted)) {
+  if (auto stream = After(subject, kStreamDeletedOnly)) {
     out.stream = *stream;
-  } else if (auto rest = After(subject, kConsumerDeleted)) {
+  } else if (auto rest = After(subject, kConsumerDeletedOnly)) {
     const size_t dot = rest->find('.');
     if (dot == std::string_view::npos || dot + 1 == rest->size()) return std::nullopt;
     out.stream = rest->substr(0, dot);
