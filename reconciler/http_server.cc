@@ -72,13 +72,16 @@ class Connection {
 
 // Every admitted connection, so that the caps hold and a full listener can make room.
 //
-// At max_connections (or at max_connections_per_client for one address), a new connection
-// evicts the connection in that scope that has been idle longest; it is refused only when every
-// connection in scope is busy. So connections that never send a request (or dribble one) cannot
-// keep a probe out, whatever their number and addresses: a probe sends its request at once and
-// is busy within microseconds, while the flood's connections are older and idle. What cannot be
-// evicted is bounded: a handler that blocks (POST /reconcile) by the loop's waiting limit, a
-// reply by write_timeout.
+// At max_connections_per_client for one address, a new connection evicts that address's
+// connection idle longest. At max_connections, it evicts an idle connection of the address that
+// holds the most connections (idle longest among those): a flood takes its room from itself,
+// never from an address with fewer connections than the flood's, such as the kubelet's one
+// probe or Prometheus's one keep-alive connection, however fast the flood turns the listener
+// over (a flood from 20 addresses reopened some 250 connections every 100 ms, so the newest
+// connection became the idlest within milliseconds: a probe whose request had not yet been read
+// was evicted). A new connection is refused only when every connection in scope is busy. What
+// cannot be evicted is bounded: a handler that blocks (POST /reconcile) by the loop's waiting
+// limit, a reply by write_timeout.
 struct AdmissionEntry;
 
 class Admissions {
@@ -96,7 +99,8 @@ class Admissions {
   void Leave(std::optional<Slot>* slot);
 
  private:
-  // The entry idle longest among those of `client` (or all, when `client` is null), if any.
+  // The idle entry to evict for a newcomer, if any: with `client`, that address's entry idle
+  // longest; without, the entry idle longest of the address holding the most entries.
   std::optional<Slot> IdlestLocked(const std::string* client);
   void EraseLocked(Slot slot);
 
@@ -118,12 +122,15 @@ struct AdmissionEntry {
 
 std::optional<Admissions::Slot> Admissions::IdlestLocked(const std::string* client) {
   std::optional<Slot> idlest;
+  size_t held = 0;  // connections held by idlest's address
   Clock::rep since = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (client != nullptr && it->client != *client) continue;
     if (!it->raw->idle()) continue;
-    if (!idlest || it->raw->idle_since() < since) {
+    const size_t its_held = client != nullptr ? 0 : per_client_.at(it->client);
+    if (!idlest || its_held > held || (its_held == held && it->raw->idle_since() < since)) {
       idlest = it;
+      held = its_held;
       since = it->raw->idle_since();
     }
   }

@@ -14,11 +14,13 @@
 // meanwhile), a header limit and a body limit (413 for a body, 431 for headers over the limit),
 // 400 for a malformed request, then the connection is closed; keep-alive otherwise. At most
 // `max_connections` connections at once, and `max_connections_per_client` from one address.
-// At a cap, a new connection evicts the connection in that scope that has waited longest
-// without delivering a whole request (idle, dribbling, kept alive after a reply); it is closed
-// on accept only when every connection in scope is busy (a handler running, a reply being
-// written). So probes are answered whatever idle clients do. The header must arrive within
-// `header_timeout`.
+// At a cap, a new connection evicts an idle connection (one that has not delivered a whole
+// request: silent, dribbling, kept alive after a reply): at the per-address cap that address's
+// idle longest, at `max_connections` the idle longest of the address holding the most
+// connections. It is closed on accept only when every connection in scope is busy (a handler
+// running, a reply being written). So probes are answered whatever idle clients do, from however
+// many addresses, as long as the probe's address holds fewer connections than the flood's. The
+// header must arrive within `header_timeout`.
 //
 // Threads: `threads` I/O threads run every connection (each on its own strand). A handler that
 // blocks (POST /reconcile waits for a pass) holds one of them, so `threads` must exceed the

@@ -306,6 +306,32 @@ TEST_CASE("One address at its cap evicts its own idle connection, not another's"
   CHECK(StatusOf(other.ReadUntilClosed()) == 200);
 }
 
+TEST_CASE("At the cap, the address holding the most connections makes room, not a lone one",
+          "[http]") {
+  BlockingState state;
+  HttpServerOptions options;
+  options.max_connections = 4;
+  options.header_timeout = std::chrono::seconds(30);  // only an eviction closes a connection
+  auto server = StartServer(state, options);
+  // `lone` (127.0.0.3) is idle longest: half-way through its request line. 127.0.0.2 then
+  // holds three idle connections, and the listener is full.
+  RawClient lone(server->port(), std::chrono::seconds(5), "127.0.0.3");
+  lone.Send("GET /metr");
+  RawClient flood_first(server->port(), std::chrono::seconds(5), "127.0.0.2");
+  RawClient flood_second(server->port(), std::chrono::seconds(5), "127.0.0.2");
+  RawClient flood_third(server->port(), std::chrono::seconds(5), "127.0.0.2");
+  // The probe (127.0.0.1) takes its room from 127.0.0.2, whose oldest connection is closed.
+  Result<observers::HttpResponse> probe =
+      observers::HttpGet(Url(*server, "/healthz"), kClientTimeout);
+  REQUIRE(probe.ok());
+  CHECK(probe->status == 200);
+  flood_first.ReadUntilClosed();
+  CHECK(flood_first.closed());
+  // `lone` is still open: it finishes its request and is answered.
+  lone.Send("ics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(StatusOf(lone.ReadUntilClosed()) == 200);
+}
+
 TEST_CASE("Stop closes the listener", "[http]") {
   BlockingState state;
   auto server = StartServer(state);
