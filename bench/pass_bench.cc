@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   options.users_conf = RenderUsers(desired);
   auto server = mesh::testing::NatsServer::Start(options);
 
-  mesh::reconciler::Settings settings;
+  mesh::reconciler::PassSettings settings;
   settings.records_path = records_path;
   settings.bus = mesh::testing::BenchBusSettings(server->url());
   settings.bus.max_in_flight = kInFlight;

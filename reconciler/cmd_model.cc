@@ -13,7 +13,7 @@
 #include "observers/users_file.h"
 #include "reconciler/apply.h"
 #include "reconciler/commands.h"
-#include "reconciler/lease.h"
+#include "reconciler/pass.h"
 #include "reconciler/records_source.h"
 
 namespace mesh::reconciler {
@@ -41,16 +41,14 @@ bool LoadValid(const Settings& settings, model::Records& records, const char* co
   return true;
 }
 
-// The reconciler's own user is always rendered: render-users refuses to run without its
-// password, and validate/desired never print or hash credentials.
-model::ReconcilerIdentity Identity(const Settings& settings) {
-  model::ReconcilerIdentity identity;
-  identity.user = UserName(settings.bus.user);
+// The daemon's identity (OwnIdentity: with --lease its user may also publish to the lease's
+// subject, so that the file the init container renders is the one the daemon's first pass
+// wants, and the daemon's first lease write is not refused), with a plain credential even when
+// the password is empty: the reconciler's own user is always rendered, render-users refuses to
+// run without its password, and validate/desired never print or hash credentials.
+model::ReconcilerIdentity IdentityAlwaysRendered(const Settings& settings) {
+  model::ReconcilerIdentity identity = OwnIdentity(settings);
   identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
-  // The same identity as the daemon's (reconciler/pass.cc): with --lease its user may also
-  // publish to the lease's subject, so that the file the init container renders is the one the
-  // daemon's first pass wants, and the daemon's first lease write is not refused.
-  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
   return identity;
 }
 
@@ -163,7 +161,7 @@ int RunValidate(Settings& settings) {
   } else if (!LoadValid(settings, records, "validate")) {
     return kExitError;
   }
-  model::DesiredState desired = model::Derive(records, Identity(settings));
+  model::DesiredState desired = model::Derive(records, IdentityAlwaysRendered(settings));
   size_t seats = records.roles.size();
   for (const auto& module : records.modules) seats += module.seats.size();
   // Principals of the records, plus the reconciler's own user, which is always rendered.
@@ -188,7 +186,7 @@ int RunValidate(Settings& settings) {
 int RunDesired(Settings& settings) {
   model::Records records;
   if (!LoadValid(settings, records, "desired")) return kExitError;
-  std::string json = model::DesiredToJson(model::Derive(records, Identity(settings)));
+  std::string json = model::DesiredToJson(model::Derive(records, IdentityAlwaysRendered(settings)));
   std::fwrite(json.data(), 1, json.size(), stdout);
   if (json.empty() || json.back() != '\n') std::fputc('\n', stdout);
   return kExitOk;
@@ -207,7 +205,7 @@ int RunRenderUsers(Settings& settings) {
   }
   model::Records records;
   if (!LoadValid(settings, records, "render-users")) return kExitError;
-  model::DesiredState desired = model::Derive(records, Identity(settings));
+  model::DesiredState desired = model::Derive(records, IdentityAlwaysRendered(settings));
   model::BcryptHasher hasher(settings.bus.password, settings.bcrypt_cost);
   // The file the init container finds at --out (from an earlier pod): its proven hashes are
   // reused. An absent or unreadable file is simply rendered from scratch.

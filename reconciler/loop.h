@@ -78,7 +78,7 @@ class PassRunner {
 // The adapter over the real Reconciler.
 class ReconcilerRunner : public PassRunner {
  public:
-  ReconcilerRunner(Settings settings, observers::EventSink events,
+  ReconcilerRunner(PassSettings settings, observers::EventSink events,
                    std::optional<BackgroundHashing> background = std::nullopt)
       : reconciler_(std::move(settings), std::move(events), std::move(background)) {}
   PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,

@@ -53,7 +53,6 @@
 #include <string_view>
 
 #include "reconciler/pass.h"
-#include "reconciler/settings.h"
 
 namespace mesh::reconciler {
 

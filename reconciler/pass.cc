@@ -110,18 +110,8 @@ bool LowerThisThreadsPriority() {
   return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHashingNice) == 0;
 }
 
-model::ReconcilerIdentity Identity(const Settings& settings) {
-  model::ReconcilerIdentity identity;
-  identity.user = UserName(settings.bus.user);
-  if (!settings.bus.password.empty()) {
-    identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
-  }
-  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
-  return identity;
-}
-
 // The users file first, then the server: a load time read after the file cannot miss a reload.
-observers::ObservedState ObserveFileAndServer(const Settings& settings) {
+observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
   observers::ObservedState observed;
   if (!settings.users_file.empty()) {
     observed.users_file = observers::ObserveUsersFile(settings.users_file);
@@ -178,7 +168,7 @@ std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
 }  // namespace
 
 struct Reconciler::Impl {
-  Impl(Settings s, observers::EventSink e, std::optional<BackgroundHashing> b)
+  Impl(PassSettings s, observers::EventSink e, std::optional<BackgroundHashing> b)
       : settings(std::move(s)), events(std::move(e)), background(std::move(b)) {}
   ~Impl() { StopHashJob(); }
 
@@ -227,7 +217,7 @@ struct Reconciler::Impl {
   ChunkGate LeaseFence(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
 
-  Settings settings;
+  PassSettings settings;
   observers::EventSink events;
   // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
   std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
@@ -282,7 +272,7 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
 bool Reconciler::Impl::Prepare(PassReport& report) {
   if (!LoadRecordsFile(report)) return false;
   if (!derived_from || !(*derived_from == *last_valid)) {
-    desired = model::Derive(*last_valid, Identity(settings));
+    desired = model::Derive(*last_valid, OwnIdentity(settings));
     derived_from = *last_valid;
     users_state = UsersFile::kPending;
     rendered = {};
@@ -913,7 +903,17 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   return state;
 }
 
-Reconciler::Reconciler(Settings settings, observers::EventSink events,
+model::ReconcilerIdentity OwnIdentity(const PassSettings& settings) {
+  model::ReconcilerIdentity identity;
+  identity.user = UserName(settings.bus.user);
+  if (!settings.bus.password.empty()) {
+    identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
+  }
+  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
+  return identity;
+}
+
+Reconciler::Reconciler(PassSettings settings, observers::EventSink events,
                        std::optional<BackgroundHashing> background)
     : impl_(std::make_unique<Impl>(std::move(settings), std::move(events), std::move(background))) {
 }

@@ -24,8 +24,8 @@
 #include "reconciler/advisory_filter.h"
 #include "reconciler/apply.h"
 #include "reconciler/lease.h"
+#include "reconciler/pass_settings.h"
 #include "reconciler/plan.h"
-#include "reconciler/settings.h"
 
 namespace mesh::reconciler {
 
@@ -94,6 +94,11 @@ struct PassReport {
   bool any_action_failed() const;
 };
 
+// The reconciler's own principal as a pass derives it: its user (--user), its password as a
+// plain credential when it has one (none otherwise), and with --lease the lease's KV subject
+// to publish to.
+model::ReconcilerIdentity OwnIdentity(const PassSettings& settings);
+
 // The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
 // before it observes. Both hooks are called from the hashing thread and must not block.
 struct BackgroundHashing {
@@ -103,7 +108,7 @@ struct BackgroundHashing {
 
 class Reconciler {
  public:
-  Reconciler(Settings settings, observers::EventSink events = nullptr,
+  Reconciler(PassSettings settings, observers::EventSink events = nullptr,
              std::optional<BackgroundHashing> background = std::nullopt);
   ~Reconciler();
 

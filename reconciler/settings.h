@@ -14,38 +14,25 @@
 #include <string>
 #include <vector>
 
-#include "model/names.h"
 #include "model/result.h"
-#include "model/users_file.h"
-#include "observers/bus.h"
+#include "reconciler/pass_settings.h"
 
 namespace mesh::reconciler {
 
 enum class OutputFormat { kTable, kJson };
-enum class LeaseMode { kOff, kKv };  // --lease: act on JetStream only while holding the KV lease
 // --yes: a deletion by hand is confirmed. Only from the command line, never the environment: a
 // variable left in a shell or a pod spec must not confirm every deletion after it.
 enum class Confirm { kNo, kYes };
 
-struct Settings {
-  // Pass settings.
-  std::string records_path;    // --records (or the first positional argument of validate,...)
-  observers::BusSettings bus;  // --bus URL[,URL...], --user, password, --ca-file, pinning
-  std::string password_file;   // --password-file (read by LoadSecrets)
-  std::string users_file;      // --users-file: the file nats-server includes
-  std::string pid_file;        // --pid-file: nats-server's pid file
-  std::string monitor_url;     // --monitor: http://127.0.0.1:8222
-  Prune prune = Prune::kNo;    // --prune
-  LeaseMode lease = LeaseMode::kOff;           // --lease (MESH_RECONCILER_LEASE=1)
-  int bcrypt_cost = 10;                        // --bcrypt-cost
+// The pass's settings (PassSettings: records, bus, users file, prune, lease, bcrypt cost, users
+// scope, interval) and the commands' own. A Reconciler is given the PassSettings part.
+struct Settings : PassSettings {
+  std::string password_file;                   // --password-file (read by LoadSecrets)
   OutputFormat format = OutputFormat::kTable;  // --json
   std::string out;                             // --out FILE (render-users)
-  // --users-scope server|account: what the users file holds (model/users_file.h).
-  model::UsersScope users_scope = model::UsersScope::kServer;
   // Daemon.
-  std::string listen = "127.0.0.1:9464";      // --listen HOST:PORT
-  std::string token_file;                     // --token-file
-  std::chrono::milliseconds interval{30000};  // --interval 30s | 5m | 500ms
+  std::string listen = "127.0.0.1:9464";  // --listen HOST:PORT
+  std::string token_file;                 // --token-file
   // --advisory-floor: least time between two advisory-woken passes (0 allowed).
   std::chrono::milliseconds advisory_floor{100};
   std::string tls_cert_file;          // --tls-cert (HTTP listener)
