@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "model/digest.h"
+#include "reconciler/duration.h"
 #include "reconciler/log.h"
-#include "reconciler/settings.h"
 
 namespace mesh::reconciler {
 namespace {

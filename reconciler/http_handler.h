@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "model/result.h"
-#include "reconciler/loop.h"
+#include "reconciler/daemon_view.h"
 
 namespace mesh::reconciler {
 

@@ -48,6 +48,7 @@
 
 #include "model/result.h"
 #include "observers/bus.h"
+#include "reconciler/daemon_view.h"
 #include "reconciler/metrics.h"
 #include "reconciler/pass.h"
 
@@ -97,9 +98,6 @@ class ReconcilerRunner : public PassRunner {
   Reconciler reconciler_;
 };
 
-// The longest hold on-call may ask for.
-inline constexpr std::chrono::milliseconds kMaxHold{24 * 3600 * 1000};
-
 struct LoopOptions {
   std::chrono::milliseconds interval{30000};
   double interval_jitter = 0.10;  // +-10%
@@ -140,29 +138,6 @@ std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOption
 // .CONSUMER.> (MAX_DELIVERIES, MSG_TERMINATED, MSG_NAKED, LEADER_ELECTED, ...) follow message
 // traffic, not configuration: waking a pass for each would turn load into passes.
 bool IsLifecycleAdvisory(std::string_view subject);
-
-struct Health {
-  bool alive = false;
-  std::string reason;  // why not, when not
-};
-
-struct Readiness {
-  bool ready = false;
-  std::string reason;  // why not ("records invalid: modules[0].name: ...") or "ready"
-};
-
-// Who asks for a hold or a release, and why: logged, and shown by /drift while held.
-struct HoldRequest {
-  std::string reason;  // as the person gave it (--reason); empty when none was given
-  std::string by;      // the client's address as the listener saw it ("127.0.0.1:51234")
-};
-
-struct HoldState {
-  bool held = false;
-  int64_t until_unix_ms = 0;  // wall clock, for people; expiry itself uses the steady clock
-  std::string reason;         // the holder's HoldRequest, while held
-  std::string by;
-};
 
 class Loop {
  public:

@@ -1,6 +1,5 @@
 #include "reconciler/settings.h"
 
-#include <cctype>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -8,6 +7,7 @@
 
 #include "observers/regular_file.h"
 #include "observers/url.h"
+#include "reconciler/duration.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -258,35 +258,6 @@ Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
 }
 
 }  // namespace
-
-Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
-  if (text.empty()) return Status(Errc::kInvalidArgument, "empty duration");
-  std::chrono::milliseconds total{0};
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    if (start == i || i - start > 9) {
-      return Status(Errc::kInvalidArgument, "expected a duration such as 30s, 5m, 1h, 250ms");
-    }
-    int64_t number = std::stoll(text.substr(start, i - start));
-    std::string unit;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) unit += text[i++];
-    int64_t ms_per_unit = 0;
-    if (unit == "ms")
-      ms_per_unit = 1;
-    else if (unit == "s")
-      ms_per_unit = 1000;
-    else if (unit == "m")
-      ms_per_unit = 60 * 1000;
-    else if (unit == "h")
-      ms_per_unit = 3600 * 1000;
-    else
-      return Status(Errc::kInvalidArgument, "unknown unit in \"" + text + "\" (ms, s, m, h)");
-    total += std::chrono::milliseconds(number * ms_per_unit);
-  }
-  return total;
-}
 
 std::vector<FlagDescription> DescribeFlags() {
   std::vector<FlagDescription> out;

@@ -68,9 +68,6 @@ Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEn
 // stripped) and MESH_BROKER_CERTIFICATE into settings.bus. Errors name the file, never content.
 Status LoadSecrets(Settings& settings, const GetEnv& getenv);
 
-// "30s", "5m", "1h", "250ms", "2h30m" -> duration; error otherwise.
-Result<std::chrono::milliseconds> ParseDuration(const std::string& text);
-
 // The help text of every pass setting, for each subcommand's --help. The text is also a
 // constant so that help strings can be assembled at compile time (they are read by main.cc's
 // static command table, which must not depend on dynamic initialisation order).
