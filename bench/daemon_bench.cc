@@ -26,7 +26,7 @@
 #include "bench/support/bench_identity.h"
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/support/nats_server.h"
 

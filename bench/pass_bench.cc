@@ -23,8 +23,8 @@
 #include "model/desired.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
-#include "reconciler/log.h"
-#include "reconciler/pass.h"
+#include "reconciler/base/log.h"
+#include "reconciler/pass/pass.h"
 #include "tests/support/nats_server.h"
 
 namespace {

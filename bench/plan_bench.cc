@@ -14,7 +14,7 @@
 #include "bench/support/observed_gen.h"
 #include "model/desired.h"
 #include "model/users_file.h"
-#include "reconciler/plan.h"
+#include "reconciler/plan/plan.h"
 
 namespace {
 

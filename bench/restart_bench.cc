@@ -31,7 +31,7 @@
 #include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/support/nats_server.h"
 

@@ -106,7 +106,7 @@ struct ReconcilerIdentity {
   UserName user{std::string("mesh-reconciler")};
   Credential credential;  // usually kPlain, from MESH_RECONCILER_PASSWORD or --password-file
   // Deliberate extension of the contract's row (section 4), empty unless the lease is on: the
-  // lease's KV subject (reconciler/lease.h LeasePublishAllow).
+  // lease's KV subject (reconciler/plan/lease.h LeasePublishAllow).
   std::vector<std::string> extra_publish;
 };
 

@@ -1,6 +1,6 @@
 // Writing the model's values as pretty-printed JSON: the field helpers and the stream and
 // consumer specs, shared by the desired-state JSON (model/desired_json.cc) and the pass report
-// (reconciler/report.cc), so that both spell a spec the same way.
+// (reconciler/pass/report.cc), so that both spell a spec the same way.
 //
 // Pure; thread-safety: free functions over a caller-owned writer.
 #pragma once

@@ -1,6 +1,6 @@
 // libFuzzer target for the daemon's HTTP request path: the input is a raw byte stream as a client
 // would send it on one connection. It is parsed with Beast's request_parser under the server's
-// own limits (reconciler/http_wire.h: the parser setup, the message-to-request mapping and the
+// own limits (reconciler/http/http_wire.h: the parser setup, the message-to-request mapping and the
 // 400/413/431 rejections the server uses); every request that parses is handed to the pure
 // HandleRequest with a fixed fake daemon (tests/support/http_fakes.h: healthy, a pass already
 // reported, an admin token), and pipelined requests follow while the connection would be kept
@@ -25,9 +25,9 @@
 #include <string>
 #include <string_view>
 
-#include "reconciler/http_handler.h"
-#include "reconciler/http_server.h"
-#include "reconciler/http_wire.h"
+#include "reconciler/http/http_handler.h"
+#include "reconciler/http/http_server.h"
+#include "reconciler/http/http_wire.h"
 #include "tests/support/http_fakes.h"
 
 namespace {

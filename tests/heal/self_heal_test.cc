@@ -23,7 +23,7 @@
 #include "bench/support/bench_identity.h"
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/flood.h"

@@ -233,7 +233,7 @@ TEST_CASE("ConsumerId: the durable name and the ack permission come from one fun
   CHECK(ev.AckPermission() == "$JS.ACK.EVENTS.ev_shop_ledger_posted.>");
 }
 
-// The advisory filter wakes for durables of this shape (reconciler/advisory_filter.h): every
+// The advisory filter wakes for durables of this shape (reconciler/plan/advisory_filter.h): every
 // consumer the records derive has it, and a server-named ephemeral never does.
 TEST_CASE("HasMeshDurableShape: every derived consumer has it, an ephemeral never", "[derive]") {
   const DesiredState d = DeriveExample();

@@ -13,8 +13,8 @@
 
 #include "model/desired.h"
 #include "model/users_file.h"
-#include "reconciler/pass.h"
-#include "reconciler/settings.h"
+#include "reconciler/cli/settings.h"
+#include "reconciler/pass/pass.h"
 #include "tests/model/fixtures.h"
 #include "tests/support/nats_client.h"
 #include "tests/support/nats_server.h"

@@ -1,7 +1,7 @@
 // Apply: the atomic users-file write, the reload and its confirmation, and the JetStream API
 // actions with their outcomes (done / refused / failed / skipped), against a real nats-server
 // where the behaviour is the server's.
-#include "reconciler/apply.h"
+#include "reconciler/apply/apply.h"
 
 #include <signal.h>
 #include <sys/stat.h>

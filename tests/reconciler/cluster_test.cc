@@ -10,8 +10,8 @@
 #include <map>
 
 #include "observers/monitor.h"
-#include "reconciler/lease_store.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/lease_store.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/cluster_fixtures.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_client.h"

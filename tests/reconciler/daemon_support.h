@@ -27,7 +27,7 @@
 
 #include "model/result.h"
 #include "observers/monitor.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::reconciler::test {

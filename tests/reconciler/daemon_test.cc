@@ -10,8 +10,8 @@
 #include <regex>
 
 #include "observers/bus.h"
-#include "reconciler/pass.h"
-#include "reconciler/settings.h"
+#include "reconciler/cli/settings.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"

@@ -21,9 +21,9 @@
 #include "observers/bus.h"
 #include "observers/monitor.h"
 #include "observers/server_version.h"
-#include "reconciler/apply.h"
-#include "reconciler/pass.h"
-#include "reconciler/records_source.h"
+#include "reconciler/apply/apply.h"
+#include "reconciler/pass/pass.h"
+#include "reconciler/pass/records_source.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 

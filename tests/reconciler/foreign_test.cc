@@ -10,8 +10,8 @@
 
 #include "observers/jetstream.h"
 #include "observers/server_version.h"
-#include "reconciler/apply.h"
-#include "reconciler/pass.h"
+#include "reconciler/apply/apply.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
 
 namespace mesh::reconciler {

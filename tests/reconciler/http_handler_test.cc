@@ -1,5 +1,5 @@
 // HandleRequest on its own, table-driven: every endpoint, methods, tokens, bad paths, holds.
-#include "reconciler/http_handler.h"
+#include "reconciler/http/http_handler.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // The Beast listener on a real loopback socket: limits, malformed input, slow clients,
 // keep-alive, tokens, and a blocking handler that does not stop the others.
-#include "reconciler/http_server.h"
+#include "reconciler/http/http_server.h"
 
 #include <catch2/catch.hpp>
 #include <condition_variable>

@@ -15,8 +15,8 @@
 
 #include "observers/certificate.h"
 #include "observers/monitor.h"
-#include "reconciler/http_server.h"
-#include "reconciler/listener_tls.h"
+#include "reconciler/http/http_server.h"
+#include "reconciler/http/listener_tls.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/raw_client.h"
 #include "tests/support/http_fakes.h"

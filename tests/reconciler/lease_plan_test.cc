@@ -12,8 +12,8 @@
 #include <string>
 
 #include "observers/bus.h"
-#include "reconciler/lease.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
+#include "reconciler/plan/lease.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/bus_fixture.h"
 

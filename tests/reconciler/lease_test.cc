@@ -2,7 +2,7 @@
 // expiry, lost answers, an unreachable store), the gate on a pass's actions, and the real
 // JetStream KV store on a real nats-server, where two instances compete for it with the
 // reconciler's own restricted permissions.
-#include "reconciler/lease.h"
+#include "reconciler/plan/lease.h"
 
 #include <rapidjson/document.h>
 
@@ -12,7 +12,7 @@
 
 #include "observers/bus.h"
 #include "observers/jetstream.h"
-#include "reconciler/lease_store.h"
+#include "reconciler/pass/lease_store.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_client.h"
 #include "tests/support/nats_server.h"

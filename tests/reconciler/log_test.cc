@@ -1,8 +1,8 @@
-// Log lines (reconciler/log.h): a field keeps its type, so a JSON line carries counts as JSON
+// Log lines (reconciler/base/log.h): a field keeps its type, so a JSON line carries counts as JSON
 // numbers and flags as booleans ({"drift":0,"converged":true}, what a log pipeline can sum and
 // filter on), text as escaped strings; logfmt writes the same values bare and quotes only text
 // that needs it.
-#include "reconciler/log.h"
+#include "reconciler/base/log.h"
 
 #include <rapidjson/document.h>
 

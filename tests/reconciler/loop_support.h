@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "reconciler/loop.h"
+#include "reconciler/daemon/loop.h"
 
 namespace mesh::reconciler::test {
 

@@ -1,6 +1,6 @@
 // The runner's schedule and concurrency, with a scripted runner: coalescing, forced passes,
 // backoff, holds, exceptions, shutdown, periodic passes. Synchronised on conditions only.
-#include "reconciler/loop.h"
+#include "reconciler/daemon/loop.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

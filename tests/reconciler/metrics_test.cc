@@ -1,6 +1,6 @@
 // The daemon's metrics: names, labels, bounded series, what a pass records, and the text
 // format as promtool checks it.
-#include "reconciler/metrics.h"
+#include "reconciler/daemon/metrics.h"
 
 #include <catch2/catch.hpp>
 #include <ctime>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reconciler/process_metrics.h"
+#include "reconciler/daemon/process_metrics.h"
 #include "tests/reconciler/daemon_support.h"
 
 namespace mesh::reconciler::test {

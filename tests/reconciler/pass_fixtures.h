@@ -19,7 +19,7 @@
 #include "model/records.h"
 #include "model/users_file.h"
 #include "observers/observed.h"
-#include "reconciler/settings.h"
+#include "reconciler/cli/settings.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::reconciler::test {

@@ -1,7 +1,7 @@
 // Whole passes against a real nats-server whose users file is the reconciler's own rendering
 // of the test's records: the reconciler connects as itself, with its real restricted
 // permissions, and repairs what is changed behind its back.
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 
 #include <nats/nats.h>
 #include <signal.h>

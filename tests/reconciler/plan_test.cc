@@ -1,6 +1,6 @@
 // The planner (pure): drift entries and ordered actions for every kind of difference the
 // contract's section 6 names, and an empty plan for a converged bus.
-#include "reconciler/plan.h"
+#include "reconciler/plan/plan.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "observers/jetstream.h"
-#include "reconciler/pass.h"
-#include "reconciler/settings.h"
+#include "reconciler/cli/settings.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
 
@@ -259,7 +259,7 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
   }
 }
 
-// The runbook's bus commands (reconciler/cmd_bus.cc), in place of the `nats` CLI the image
+// The runbook's bus commands (reconciler/cli/cmd_bus.cc), in place of the `nats` CLI the image
 // lacks: show-stream and show-consumer print what the server answers; delete-stream and
 // delete-consumer act on the mesh's objects only, and only with --yes typed on the command
 // line; after a deletion the next pass creates the object again.

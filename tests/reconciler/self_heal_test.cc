@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/reconciler/pass_fixtures.h"
 

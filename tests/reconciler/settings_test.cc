@@ -1,7 +1,7 @@
-// Settings (reconciler/settings.h): the same flag from the command line or the environment;
+// Settings (reconciler/cli/settings.h): the same flag from the command line or the environment;
 // the users scope, the lease and prune, which plan, reconcile --once, render-users and the
 // daemon must all read alike (the chart sets them once, as MESH_RECONCILER_* variables).
-#include "reconciler/settings.h"
+#include "reconciler/cli/settings.h"
 
 #include <catch2/catch.hpp>
 #include <map>

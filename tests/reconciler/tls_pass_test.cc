@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "observers/certificate.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"

@@ -12,7 +12,7 @@
 
 #include "model/users_file.h"
 #include "observers/monitor.h"
-#include "reconciler/pass.h"
+#include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
 

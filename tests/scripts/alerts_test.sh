@@ -4,7 +4,7 @@
 #   - docs/alerts/mesh-reconciler-rules.yaml is a byte-identical copy;
 #   - promtool test rules tests/alerts/*.yaml passes;
 #   - every metric the rules and their tests name is one the daemon registers, and none is a
-#     deprecated 0.1.0 name (kRenamedMetrics, reconciler/metrics.h; tests/scripts/lib.sh);
+#     deprecated 0.1.0 name (kRenamedMetrics, reconciler/daemon/metrics.h; tests/scripts/lib.sh);
 #   - every alert has, in tests/alerts, an evaluation where it fires and one where it does not;
 #   - every alert has a severity, a summary and a runbook_url to its own section of
 #     docs/runbook.md (a heading named after the alert).

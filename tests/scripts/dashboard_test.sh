@@ -4,9 +4,9 @@
 #   - every panel has a title and at least one query, and every query's expression parses with
 #     promtool (each is checked as a recording rule, after Grafana's variables are replaced by
 #     the values Grafana would send: $__rate_interval -> 5m, $instance -> .*);
-#   - every metric an expression names is one the daemon registers (reconciler/*.cc, prometheus-cpp
+#   - every metric an expression names is one the daemon registers (reconciler/*/*.cc, prometheus-cpp
 #     families; a histogram's _bucket/_sum/_count series included), so a rename breaks this test,
-#     and none is a deprecated 0.1.0 name (kRenamedMetrics, reconciler/metrics.h; lib.sh);
+#     and none is a deprecated 0.1.0 name (kRenamedMetrics, reconciler/daemon/metrics.h; lib.sh);
 #   - the chart ships the file unchanged in a ConfigMap labelled for Grafana's sidecar, only when
 #     monitoring.dashboard.enabled is true.
 # Standalone: bash tests/scripts/dashboard_test.sh (needs node, promtool and helm: the Debian

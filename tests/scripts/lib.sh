@@ -43,19 +43,19 @@ finish_scan() {
 # The metric names, read from the sources (run from the repository's root).
 
 # The metrics renamed to the mesh_reconciler_ prefix, "OLD NEW" a line: the kRenamedMetrics
-# table of reconciler/metrics.h. The daemon exports OLD beside NEW until 0.2.0 (deprecated).
+# table of reconciler/daemon/metrics.h. The daemon exports OLD beside NEW until 0.2.0 (deprecated).
 renamed_metrics() {
-  sed -n '/kRenamedMetrics = {{/,/^}};/p' reconciler/metrics.h | tr -d '\n' |
+  sed -n '/kRenamedMetrics = {{/,/^}};/p' reconciler/daemon/metrics.h | tr -d '\n' |
     grep -oE '\{"mesh_[a-z0-9_]+", *"mesh_[a-z0-9_]+"\}' |
     sed -E 's/^\{"([a-z0-9_]+)", *"([a-z0-9_]+)"\}$/\1 \2/'
 }
 
 # The metric families the daemon registers under their current names: .Name("...") after a
-# prometheus::Build* call in reconciler/*.cc, and the new names of kRenamedMetrics (registered
+# prometheus::Build* call in reconciler/*/*.cc, and the new names of kRenamedMetrics (registered
 # by Metrics::RegisterRenamed; tests/reconciler/metrics_test.cc checks each is exported).
 registered_metrics() {
   {
-    grep -h -A2 -E 'prometheus::Build(Counter|Gauge|Histogram|Summary)\(\)' reconciler/*.cc |
+    grep -h -A2 -E 'prometheus::Build(Counter|Gauge|Histogram|Summary)\(\)' reconciler/*/*.cc |
       sed -n 's/.*\.Name("\([a-z_:][a-z0-9_:]*\)").*/\1/p'
     renamed_metrics | cut -d' ' -f2
   } | sort -u
@@ -70,8 +70,8 @@ check_metrics_named_in() {
   local name base renamed regex ok=0
   renamed_metrics >"$work/renamed"
   registered_metrics >"$work/registered"
-  [[ -s "$work/renamed" ]] || { echo "no kRenamedMetrics table found in reconciler/metrics.h"; return 1; }
-  [[ -s "$work/registered" ]] || { echo "no registered metric found in reconciler/*.cc"; return 1; }
+  [[ -s "$work/renamed" ]] || { echo "no kRenamedMetrics table found in reconciler/daemon/metrics.h"; return 1; }
+  [[ -s "$work/registered" ]] || { echo "no registered metric found in reconciler/*/*.cc"; return 1; }
   # Identifiers that name a series: mesh_* (labels, functions and keywords are never mesh_*).
   sed -E 's/__name__ *=~ *"[^"]*"//g' "$@" | grep -oE '\bmesh_[a-z0-9_]+' | sort -u >"$work/used"
   grep -hoE '__name__ *=~ *"[^"]*"' "$@" | sed -E 's/^__name__ *=~ *"(.*)"$/\1/' | sort -u \

@@ -1,4 +1,4 @@
-// Test support: a fake daemon behind the pure HTTP handler (reconciler/http_handler.h), with
+// Test support: a fake daemon behind the pure HTTP handler (reconciler/http/http_handler.h), with
 // canned answers and a record of what was asked of it. Used by the handler's tests, the HTTPS
 // listener's tests and the HTTP fuzz target (which links no Catch: keep this header free of it).
 //
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "model/digest.h"
-#include "reconciler/http_handler.h"
+#include "reconciler/http/http_handler.h"
 
 namespace mesh::testing {
 

@@ -1,0 +1,388 @@
+// Apply: executes a plan's actions; the only part of a pass that writes.
+//
+// The users file. A kWriteUsersFile action yields TWO outcomes: the write itself (done or
+// failed), then a kReloadServer outcome for the reload that must follow it (a kReloadServer
+// action yields only the latter). The reload outcome is
+//   - done     when the server confirmed it (/varz config_load_time moved past its old value);
+//   - skipped  when no --pid-file is configured: the reload was not requested, and the server
+//              keeps the users it has until someone reloads it (the next pass reports it);
+//   - failed   when the signal could not be sent, when no --monitor is configured to confirm it
+//              (a reload is never assumed), when the monitor is unreachable, or when the server
+//              did not load the file before the deadline (it rejected the file: the old
+//              configuration stays in force, and the file on disk is always a complete
+//              rendering, never half-written).
+// A failed write leaves the old file intact and skips the reload.
+//
+// Streams and consumers: every stream action is sent first (RequestMany keeps them in flight),
+// then every consumer action, except those whose stream failed to be created (skipped).
+#include "reconciler/apply/apply.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "observers/jetstream.h"
+#include "observers/monitor.h"
+#include "observers/regular_file.h"
+#include "observers/server_version.h"
+#include "observers/unique_fd.h"
+
+namespace mesh::reconciler {
+namespace {
+
+constexpr auto kConfirmPollInterval = std::chrono::milliseconds(20);
+constexpr auto kMonitorRequestTimeout = std::chrono::milliseconds(2000);
+constexpr const char* kApiPrefix = "$JS.API.";
+
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+using observers::UniqueFd;
+
+Status WriteAll(int fd, const std::string& bytes) {
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status(Errc::kIo, Errno("write"));
+    written += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status FsyncFolder(const std::string& folder) {
+  UniqueFd fd(new int(open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+  if (*fd < 0) return Status(Errc::kIo, Errno("open folder " + folder));
+  if (fsync(*fd) != 0) return Status(Errc::kIo, Errno("fsync folder " + folder));
+  return Status::Ok();
+}
+
+// How consumers are created and updated on this server (observers/server_version.h).
+enum class ConsumerApi {
+  kLegacy,   // 2.9: $JS.API.CONSUMER.DURABLE.CREATE, which creates or silently updates
+  kActions,  // 2.10+: $JS.API.CONSUMER.CREATE.<stream>.<durable> with "action"
+};
+
+ConsumerApi ConsumerApiOf(observers::BusConnection* bus) {
+  if (bus == nullptr || !bus->connected()) return ConsumerApi::kLegacy;
+  const std::optional<observers::ServerVersion> version = bus->server_version();
+  return version && observers::SupportsConsumerActions(*version) ? ConsumerApi::kActions
+                                                                 : ConsumerApi::kLegacy;
+}
+
+std::string ConsumerSubject(ConsumerApi api, const model::ConsumerSpec& spec) {
+  return std::string(kApiPrefix) +
+         (api == ConsumerApi::kActions ? "CONSUMER.CREATE." : "CONSUMER.DURABLE.CREATE.") +
+         spec.stream.str() + "." + spec.durable.str();
+}
+
+// The subject and body of one JetStream API action.
+observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
+  using observers::ConsumerRequest;
+  observers::ApiRequest request;
+  switch (action.kind) {
+    case ActionKind::kCreateStream:
+      request.subject = std::string(kApiPrefix) + "STREAM.CREATE." + action.stream->name.str();
+      request.payload = observers::EncodeStreamConfig(*action.stream);
+      break;
+    case ActionKind::kUpdateStream:
+      request.subject = std::string(kApiPrefix) + "STREAM.UPDATE." + action.stream->name.str();
+      request.payload = observers::EncodeStreamUpdate(*action.stream, action.observed_config);
+      break;
+    case ActionKind::kDeleteStream:
+      request.subject = std::string(kApiPrefix) + "STREAM.DELETE." + action.target_stream.str();
+      break;
+    case ActionKind::kCreateConsumer:
+      // With actions, a create never overwrites what another writer made meanwhile (10148);
+      // 2.9 applies a durable create with a changed configuration as an update.
+      request.subject = ConsumerSubject(api, *action.consumer);
+      request.payload = observers::EncodeConsumerCreate(
+          *action.consumer,
+          api == ConsumerApi::kActions ? ConsumerRequest::kCreate : ConsumerRequest::kLegacy);
+      break;
+    case ActionKind::kUpdateConsumer:
+      // With actions, an update never recreates a consumer deleted meanwhile (10149).
+      request.subject = ConsumerSubject(api, *action.consumer);
+      request.payload = observers::EncodeConsumerUpdate(
+          *action.consumer, action.observed_config,
+          api == ConsumerApi::kActions ? ConsumerRequest::kUpdate : ConsumerRequest::kLegacy);
+      break;
+    case ActionKind::kDeleteConsumer:
+      request.subject = std::string(kApiPrefix) + "CONSUMER.DELETE." + action.target_stream.str() +
+                        "." + action.target_consumer.str();
+      break;
+    case ActionKind::kWriteUsersFile:
+    case ActionKind::kReloadServer:
+      break;
+  }
+  return request;
+}
+
+ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
+  ActionOutcome out{std::move(action), Outcome::kDone, 0, ""};
+  if (!reply.status.ok()) {
+    out.outcome = Outcome::kFailed;
+    out.detail = reply.status.ToString();
+  } else if (auto error = observers::ParseApiError(reply.payload)) {
+    out.outcome = Outcome::kRefused;
+    out.err_code = error->err_code;
+    out.detail = error->description;
+  }
+  return out;
+}
+
+// Requests built and replies held at once by SendAll. Replies to creations carry the whole
+// stream or consumer info (about a kilobyte each), so a first convergence of thousands of
+// objects would otherwise hold every request and every reply until the last one arrived.
+// Each chunk still keeps the bus's max_in_flight requests outstanding; between chunks the
+// pipeline drains once, which costs one round trip per chunk.
+constexpr size_t kSendChunk = 256;
+
+// Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time,
+// each chunk only when `before_chunk` (if any) still lets this instance act.
+std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus,
+                                   ConsumerApi api, const BeforeChunk& before_chunk) {
+  std::vector<ActionOutcome> out;
+  out.reserve(actions.size());
+  std::vector<observers::ApiRequest> requests;
+  for (size_t begin = 0; begin < actions.size(); begin += kSendChunk) {
+    const size_t end = std::min(actions.size(), begin + kSendChunk);
+    // A connection lost (e.g. by an earlier chunk) fails the rest at once rather than one
+    // request timeout at a time; the next pass reconnects.
+    if (bus == nullptr || !bus->connected()) {
+      for (size_t i = begin; i < actions.size(); ++i) {
+        out.push_back(
+            {std::move(actions[i]), Outcome::kFailed, 0, "not sent: not connected to the bus"});
+      }
+      return out;
+    }
+    if (before_chunk) {
+      if (ChunkGate gate = before_chunk(); gate.verdict == ChunkVerdict::kStop) {
+        for (size_t i = begin; i < actions.size(); ++i) {
+          out.push_back({std::move(actions[i]), Outcome::kSkipped, 0, "not sent: " + gate.reason});
+        }
+        return out;
+      }
+    }
+    requests.clear();
+    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i], api));
+    const std::vector<observers::ApiReply> replies = bus->RequestMany(requests);
+    for (size_t i = begin; i < end; ++i) {
+      out.push_back(
+          i - begin < replies.size()
+              ? OutcomeOf(std::move(actions[i]), replies[i - begin])
+              : ActionOutcome{std::move(actions[i]), Outcome::kFailed, 0, "no reply recorded"});
+    }
+  }
+  return out;
+}
+
+// Signals the server and waits for it to confirm; the outcome of a kReloadServer action.
+ActionOutcome Reload(const std::string& name, const ApplyTargets& targets) {
+  Action action;
+  action.kind = ActionKind::kReloadServer;
+  action.name = name;
+  ActionOutcome out{action, Outcome::kDone, 0, ""};
+  if (targets.pid_file.empty()) {
+    out.outcome = Outcome::kSkipped;
+    out.detail = "reload not requested: no --pid-file configured";
+    return out;
+  }
+  // The load time before the signal: the reload is confirmed when it moves past it.
+  std::optional<int64_t> before;
+  if (!targets.monitor_url.empty()) {
+    observers::ObservedServer server =
+        observers::ObserveServer(targets.monitor_url, kMonitorRequestTimeout);
+    if (server.reachable) before = server.config_load_time_unix_ns;
+  }
+  if (Status sent = SignalReload(targets.pid_file); !sent.ok()) {
+    out.outcome = Outcome::kFailed;
+    out.detail = "reload not requested: " + sent.message();
+    return out;
+  }
+  if (!before) {
+    out.outcome = Outcome::kFailed;
+    out.detail = targets.monitor_url.empty()
+                     ? "reload requested, not confirmed: no --monitor configured"
+                     : "reload requested, not confirmed: monitor unreachable";
+    return out;
+  }
+  if (Status confirmed = ConfirmReload(targets.monitor_url, *before, targets.reload_timeout);
+      !confirmed.ok()) {
+    out.outcome = Outcome::kFailed;
+    out.detail = confirmed.message();
+    return out;
+  }
+  out.detail = "reload confirmed";
+  return out;
+}
+
+void ApplyUsersFile(const Action& action, const ApplyTargets& targets,
+                    std::vector<ActionOutcome>& out) {
+  if (action.kind == ActionKind::kWriteUsersFile) {
+    ActionOutcome write{action, Outcome::kDone, 0, ""};
+    if (targets.users_file_path.empty()) {
+      write.outcome = Outcome::kFailed;
+      write.detail = "no --users-file configured";
+    } else if (Status status =
+                   WriteFileAtomically(targets.users_file_path, action.users_file_bytes);
+               !status.ok()) {
+      write.outcome = Outcome::kFailed;
+      write.detail = status.message();
+    }
+    const bool written = write.outcome == Outcome::kDone;
+    out.push_back(std::move(write));
+    if (!written) return;
+  }
+  out.push_back(Reload(action.name, targets));
+}
+
+bool IsStreamAction(ActionKind kind) {
+  return kind == ActionKind::kCreateStream || kind == ActionKind::kUpdateStream ||
+         kind == ActionKind::kDeleteStream;
+}
+
+}  // namespace
+
+const char* ToString(Outcome v) {
+  switch (v) {
+    case Outcome::kDone:
+      return "done";
+    case Outcome::kRefused:
+      return "refused";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kSkipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets) {
+  std::vector<ActionOutcome> out;
+  std::vector<Action> stream_actions, consumer_actions;
+  for (Action& action : actions) {
+    if (KindOf(action.kind) == ObjectKind::kUsersFile) {
+      ApplyUsersFile(action, targets, out);
+    } else if (IsStreamAction(action.kind)) {
+      stream_actions.push_back(std::move(action));
+    } else {
+      consumer_actions.push_back(std::move(action));
+    }
+  }
+  actions.clear();
+
+  const ConsumerApi api =
+      consumer_actions.empty() ? ConsumerApi::kLegacy : ConsumerApiOf(targets.bus);
+  std::set<StreamName> not_created;
+  for (ActionOutcome& outcome :
+       SendAll(std::move(stream_actions), targets.bus, api, targets.before_chunk)) {
+    if (outcome.action.kind == ActionKind::kCreateStream && outcome.outcome != Outcome::kDone) {
+      not_created.insert(outcome.action.stream->name);
+    }
+    out.push_back(std::move(outcome));
+  }
+
+  std::vector<Action> sendable;
+  std::vector<ActionOutcome> skipped;
+  for (Action& action : consumer_actions) {
+    const StreamName& stream = action.consumer ? action.consumer->stream : action.target_stream;
+    if (not_created.count(stream) != 0) {
+      std::string detail = "stream " + stream.str() + " could not be created";
+      skipped.push_back({std::move(action), Outcome::kSkipped, 0, std::move(detail)});
+    } else {
+      sendable.push_back(std::move(action));
+    }
+  }
+  consumer_actions.clear();
+  for (ActionOutcome& outcome :
+       SendAll(std::move(sendable), targets.bus, api, targets.before_chunk)) {
+    out.push_back(std::move(outcome));
+  }
+  for (ActionOutcome& outcome : skipped) out.push_back(std::move(outcome));
+  return out;
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::filesystem::path target(path);
+  const std::string folder =
+      target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  std::string tmp = folder + "/." + target.filename().string() + ".tmp-XXXXXX";
+  // mkstemp creates the file with mode 0600; the explicit fchmod guards against odd umasks.
+  UniqueFd fd(new int(mkostemp(tmp.data(), O_CLOEXEC)));
+  if (*fd < 0) return Status(Errc::kIo, Errno("create a temporary file in " + folder));
+  auto fail = [&](Status status) {
+    unlink(tmp.c_str());
+    return status;
+  };
+  if (fchmod(*fd, S_IRUSR | S_IWUSR) != 0) return fail(Status(Errc::kIo, Errno("chmod " + tmp)));
+  if (Status status = WriteAll(*fd, bytes); !status.ok()) {
+    return fail(Status(Errc::kIo, status.message() + " " + tmp));
+  }
+  if (fsync(*fd) != 0) return fail(Status(Errc::kIo, Errno("fsync " + tmp)));
+  const int closed = close(*fd);
+  *fd = -1;
+  if (closed != 0) return fail(Status(Errc::kIo, Errno("close " + tmp)));
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return fail(Status(Errc::kIo, Errno("rename to " + path)));
+  }
+  return FsyncFolder(folder);
+}
+
+Status SignalReload(const std::string& pid_file) {
+  // Without blocking: a FIFO in the pid file's place is refused, not waited on.
+  Result<std::string> read = observers::ReadRegularFile(pid_file, "pid file", 4096);
+  if (!read.ok()) return read.status();
+  const std::string& content = *read;
+  size_t begin = content.find_first_not_of(" \t\r\n");
+  size_t end = content.find_last_not_of(" \t\r\n");
+  const std::string digits =
+      begin == std::string::npos ? "" : content.substr(begin, end - begin + 1);
+  const bool numeric = !digits.empty() && digits.size() <= 9 &&
+                       digits.find_first_not_of("0123456789") == std::string::npos;
+  const long pid = numeric ? std::stol(digits) : 0;
+  if (pid <= 1) return Status(Errc::kInvalidArgument, "pid file " + pid_file + " holds no pid");
+  if (kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+    return Status(errno == ESRCH ? Errc::kUnavailable : Errc::kIo,
+                  Errno("SIGHUP to pid " + std::to_string(pid) + " from " + pid_file));
+  }
+  return Status::Ok();
+}
+
+Status ConfirmReload(const std::string& monitor_url, int64_t before_unix_ns,
+                     std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool reached = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    observers::ObservedServer server = observers::ObserveServer(
+        monitor_url,
+        std::max(std::chrono::milliseconds(1), std::min(left, kMonitorRequestTimeout)));
+    reached = reached || server.reachable;
+    if (server.reachable && server.config_load_time_unix_ns > before_unix_ns) {
+      return Status::Ok();
+    }
+    if (std::chrono::steady_clock::now() + kConfirmPollInterval >= deadline) break;
+    std::this_thread::sleep_for(kConfirmPollInterval);
+  }
+  if (!reached) {
+    return Status(Errc::kUnavailable, "reload not confirmed: monitor unreachable");
+  }
+  return Status(Errc::kTimeout, "reload not confirmed: the server did not load the file within " +
+                                    std::to_string(timeout.count()) + "ms (rejected?)");
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,65 @@
+// Apply: the only part of a pass that writes. Executes a plan's actions in order (users file,
+// then streams, then consumers; creations kept in flight through BusConnection::RequestMany)
+// and records each action's outcome. One failed action does not stop the others; a consumer
+// whose stream could not be created is skipped, not attempted.
+//
+// Thread-safety: call from the thread that owns the BusConnection.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/result.h"
+#include "observers/bus.h"
+#include "reconciler/plan/plan.h"
+
+namespace mesh::reconciler {
+
+enum class Outcome { kDone, kRefused, kFailed, kSkipped };
+const char* ToString(Outcome v);  // "done", "refused", "failed", "skipped"
+
+struct ActionOutcome {
+  Action action;
+  Outcome outcome = Outcome::kDone;
+  int err_code = 0;    // JetStream err_code when refused (e.g. 10052)
+  std::string detail;  // the server's text, or why skipped/failed; no secrets
+};
+
+// Asked before each chunk of JetStream actions is sent: whether this instance may still act on
+// JetStream objects (with --lease: it still holds the lease, renewed by the hook when due). An
+// empty value gets `kSend` for every chunk. Returning kStop skips every remaining JetStream
+// action ("not sent: ..." with the reason); the users-file actions are not affected.
+enum class ChunkVerdict { kSend, kStop };
+struct ChunkGate {
+  ChunkVerdict verdict = ChunkVerdict::kSend;
+  std::string reason;  // kStop: why, for the skipped actions' detail
+};
+using BeforeChunk = std::function<ChunkGate()>;
+
+struct ApplyTargets {
+  observers::BusConnection* bus = nullptr;  // not owned; may be null when only the file is acted on
+  std::string users_file_path;
+  std::string pid_file;     // nats-server's pid file: SIGHUP to reload
+  std::string monitor_url;  // to confirm the reload through /varz config_load_time
+  std::chrono::milliseconds reload_timeout{10000};
+  BeforeChunk before_chunk;  // lease fencing; empty: always send
+};
+
+// Takes the actions by value: each moves into its outcome (a first convergence can hold
+// thousands, each with its spec), so pass an rvalue when the caller keeps no copy.
+std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets);
+
+// The users-file steps, exposed for tests and `render-users --out`:
+// temporary file in the same folder, mode 0600, write, fsync, rename, fsync the folder.
+// On failure the old file is untouched and the temporary file removed.
+Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+// SIGHUP to the PID in `pid_file`; an error when the file is absent/garbage or the PID is dead.
+Status SignalReload(const std::string& pid_file);
+// Waits until /varz config_load_time is later than `before_unix_ns`; an error on timeout
+// ("reload not confirmed") or when the monitor is unreachable.
+Status ConfirmReload(const std::string& monitor_url, int64_t before_unix_ns,
+                     std::chrono::milliseconds timeout);
+
+}  // namespace mesh::reconciler

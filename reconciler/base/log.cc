@@ -1,0 +1,164 @@
+#include "reconciler/base/log.h"
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace mesh::reconciler {
+namespace {
+
+std::atomic<LogLevel> g_min_level{LogLevel::kInfo};
+std::atomic<LogFormat> g_format{LogFormat::kLogfmt};
+std::mutex g_write_mutex;
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void AppendLogfmtValue(std::string& out, std::string_view s) {
+  bool quote = s.empty();
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '"' || c == '=' || c == '\\') quote = true;
+  }
+  if (!quote) {
+    out += s;
+    return;
+  }
+  AppendJsonString(out, s);  // logfmt quoting uses the same escapes
+}
+
+void AppendField(std::string& out, LogFormat format, std::string_view key, const LogValue& value,
+                 bool first) {
+  const bool bare = value.type() != LogValue::Type::kString;
+  if (format == LogFormat::kJson) {
+    if (!first) out += ',';
+    AppendJsonString(out, key);
+    out += ':';
+    if (bare) {
+      out += value.text();
+    } else {
+      AppendJsonString(out, value.text());
+    }
+  } else {
+    if (!first) out += ' ';
+    out += key;
+    out += '=';
+    AppendLogfmtValue(out, value.text());
+  }
+}
+
+std::string NowRfc3339() {
+  auto now = std::chrono::system_clock::now();
+  return FormatRfc3339Millis(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
+}
+
+}  // namespace
+
+LogValue::LogValue(double value) : type_(Type::kNumber) {
+  if (!std::isfinite(value)) {
+    type_ = Type::kString;
+    text_ = std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+    return;
+  }
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  text_.assign(buf, ec == std::errc() ? end : buf);
+}
+
+std::string FormatRfc3339Millis(int64_t unix_ms) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(unix_ms % 1000));
+  return buf;
+}
+
+void ConfigureLogging(LogLevel min_level, LogFormat format) {
+  g_min_level = min_level;
+  g_format = format;
+}
+
+LogLevel ParseLogLevel(std::string_view text) {
+  if (text == "debug") return LogLevel::kDebug;
+  if (text == "warn") return LogLevel::kWarn;
+  if (text == "error") return LogLevel::kError;
+  return LogLevel::kInfo;
+}
+
+std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now, uint64_t pass_id,
+                          std::string_view message, std::initializer_list<LogField> fields) {
+  std::string out;
+  if (format == LogFormat::kJson) out += '{';
+  AppendField(out, format, "ts", now, true);
+  AppendField(out, format, "level", LevelName(level), false);
+  if (pass_id != 0) AppendField(out, format, "pass", LogValue(pass_id), false);
+  AppendField(out, format, "msg", message, false);
+  for (const auto& [key, value] : fields) {
+    if (value.type() == LogValue::Type::kString && value.text().empty()) continue;
+    AppendField(out, format, key, value, false);
+  }
+  if (format == LogFormat::kJson) out += '}';
+  out += '\n';
+  return out;
+}
+
+void Log(LogLevel level, uint64_t pass_id, std::string_view message,
+         std::initializer_list<LogField> fields) {
+  if (level < g_min_level.load()) return;
+  std::string line = FormatLogLine(g_format.load(), level, NowRfc3339(), pass_id, message, fields);
+  std::lock_guard<std::mutex> lock(g_write_mutex);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace mesh::reconciler

@@ -1,9 +1,0 @@
-#include "reconciler/build_info.h"
-
-namespace mesh::reconciler {
-
-const char* BuildCommit() {
-  return MESH_RECONCILER_COMMIT;
-}
-
-}  // namespace mesh::reconciler

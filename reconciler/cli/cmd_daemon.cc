@@ -1,0 +1,414 @@
+// `run` (the daemon) and the on-call commands that talk to a running daemon: `reconcile
+// --remote`, `hold`, `release`.
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "observers/monitor.h"
+#include "reconciler/base/log.h"
+#include "reconciler/cli/build_info.h"
+#include "reconciler/cli/commands.h"
+#include "reconciler/daemon/admin_token.h"
+#include "reconciler/daemon/loop.h"
+#include "reconciler/daemon/metrics.h"
+#include "reconciler/daemon/watch.h"
+#include "reconciler/http/http_handler.h"
+#include "reconciler/http/http_server.h"
+#include "reconciler/http/listener_tls.h"
+
+namespace mesh::reconciler {
+namespace {
+
+// SIGTERM: the pass in flight may finish within this, and the lease is released after it;
+// otherwise the pass is abandoned and the lease left to age out. Longer than a pass's longest
+// wait (a request timeout, 5 s by default; the wait for a deleted stream's folder, 5 s) so that
+// a slow pass still ends with a release; well inside the chart's terminationGracePeriodSeconds.
+constexpr auto kShutdownGrace = std::chrono::seconds(15);
+// POST /reconcile waits this long for its pass; the CLI waits a little longer for the answer.
+constexpr auto kForcedPassTimeout = std::chrono::seconds(60);
+constexpr auto kRemoteTimeout = kForcedPassTimeout + std::chrono::seconds(15);
+constexpr auto kRemoteShortTimeout = std::chrono::seconds(10);
+
+// The daemon's state as the HTTP handler sees it.
+class DaemonHttpState : public HttpState {
+ public:
+  DaemonHttpState(Loop& loop, Metrics& metrics, AdminToken& token)
+      : loop_(loop), metrics_(metrics), token_(token) {}
+  std::string MetricsText() const override { return metrics_.Serialize(); }
+  Health health() const override { return loop_.health(); }
+  Readiness readiness() const override { return loop_.readiness(); }
+  std::shared_ptr<const std::string> LastReportJson() const override {
+    return loop_.last_report_json();
+  }
+  std::optional<std::string> TokenDigest() const override { return token_.digest(); }
+  bool TokenFileConfigured() const override { return token_.enabled(); }
+  Result<std::string> ForcePass() const override {
+    Result<PassReport> report = loop_.RequestPass(kForcedPassTimeout);
+    if (!report.ok()) return report.status();
+    return ReportToJson(*report);
+  }
+  Result<HoldState> Hold(std::chrono::milliseconds duration,
+                         const HoldRequest& request) const override {
+    return loop_.Hold(duration, request);
+  }
+  bool Release(const HoldRequest& request) const override { return loop_.Release(request); }
+  HoldState hold_state() const override { return loop_.hold_state(); }
+
+ private:
+  Loop& loop_;
+  Metrics& metrics_;
+  AdminToken& token_;
+};
+
+// Blocks SIGTERM and SIGINT in this thread and in every thread started after it (they inherit
+// the mask), so that only sigwait below receives them.
+sigset_t BlockShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// POST <remote><path> with the bearer token of --token-file. An https:// remote must present a
+// certificate for its host from the CA of --ca-file (or, without it, from a system CA).
+Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std::string& path,
+                                             std::chrono::milliseconds timeout) {
+  if (settings.remote.empty()) {
+    return Status(Errc::kInvalidArgument,
+                  "--remote URL is required (e.g. http://127.0.0.1:9464 or https://...)");
+  }
+  if (settings.token_file.empty()) {
+    return Status(Errc::kInvalidArgument, "--token-file FILE is required");
+  }
+  Result<std::string> token = ReadTokenFile(settings.token_file);
+  if (!token.ok()) return token.status();
+  std::string base = settings.remote;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  observers::HttpCall call;
+  call.method = "POST";
+  call.url = base + path;
+  call.headers = {{"Authorization", "Bearer " + *token}};
+  call.ca_file = settings.bus.ca_file;  // --ca-file: used for https:// remotes only
+  return observers::HttpSend(call, timeout);
+}
+
+// The daemon's {"error": "..."} message, or the status line.
+std::string RemoteError(const observers::HttpResponse& response) {
+  rapidjson::Document doc;
+  doc.Parse(response.body.data(), response.body.size());
+  std::string detail;
+  if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") && doc["error"].IsString()) {
+    detail = doc["error"].GetString();
+  } else {
+    detail = response.body;
+    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
+  }
+  return "the daemon answered HTTP " + std::to_string(response.status) +
+         (detail.empty() ? "" : ": " + detail);
+}
+
+bool IsUsageError(const Status& status) {
+  return status.code() == Errc::kInvalidArgument;
+}
+
+// The daemon's help, assembled at compile time (main.cc's command table reads it statically).
+constexpr auto kRunHelpText = JoinText(
+    R"(Usage: mesh-reconciler run --records FILE --bus URL [flags]
+
+The daemon: one reconcile thread runs a pass at start, then every --interval (jittered by
+10%), and at once when a stream or consumer changes on the bus (JetStream advisories), on a
+reconnect, or when the records file, the users file or the token file changes on disk. Wake-ups
+during a pass are coalesced into one following pass. A failed pass is retried with backoff
+(1 s doubling up to 60 s, never more than the interval). The bus being unreachable is not fatal:
+the endpoints are served and the reconciler keeps trying. Invalid records: the last valid ones
+stay in force, mesh_reconciler_records_valid is 0 and /readyz says why.
+
+HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
+  GET  /metrics          Prometheus metrics
+  GET  /healthz          200 while the reconcile loop is alive
+  GET  /readyz           200 when the records are valid, the bus is reachable, the last pass
+                         finished and the users file was written; 503 and the reason otherwise
+  GET  /drift            the last pass's report (JSON), and the last failed one ("last_failed")
+  POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
+  POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
+  POST /release          end a hold
+Every POST needs "Authorization: Bearer <token>" with the token of --token-file. Without
+--token-file every POST is refused (403) and only the read-only endpoints are served; listening
+on an address other than loopback without --token-file is refused at start. A token file that
+becomes unreadable or empty turns the POSTs off (403) until it is fixed.
+
+HTTPS: --tls-cert and --tls-key (both or neither) serve every endpoint over TLS 1.2 or later
+only. The files are re-read when they change (checked at each new connection): a rotated
+certificate is presented from the next connection on; a replacement that cannot be used (bad
+PEM, a key that does not match) is logged and the previous certificate stays in force. Files
+that cannot be used at start are an error (exit 1).
+
+SIGTERM or SIGINT: the pass in flight may finish (for up to 15 s, else it is abandoned), then the
+lease is released (with --lease: a standby takes over at its next round), the connection is
+closed and the daemon exits 0.
+
+)",
+    kPassSettingsHelpText,
+    R"(
+Daemon flags:
+  --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
+  --token-file FILE       the admin token for POSTs (re-read when the file changes)
+  --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
+  --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
+  --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
+  --advisory-floor DURATION
+                          least time between two passes woken by advisories (default 100ms;
+                          0 for none, at most 1m); only advisories about the mesh's own
+                          streams and known consumers wake a pass, never an ephemeral's
+  --log-level LEVEL       debug, info (default), warn or error
+  --log-format FORMAT     logfmt (default) or json; one line per event on stderr
+
+Exit codes: 0 stopped by a signal, 1 could not start, 64 usage error.
+)");
+
+}  // namespace
+
+const char* const kRunHelp = kRunHelpText.data();
+
+const char* const kHoldHelp =
+    R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--ca-file FILE] [--for 30m]
+                            [--reason TEXT]
+
+Asks a running daemon to observe only (report drift, repair nothing) for a while; the hold ends
+on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`. The
+daemon logs who held it (this client's address) and why, and /drift shows both until it ends.
+
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
+  --token-file FILE       the daemon's admin token
+  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
+                          must name the URL's host; without it, the system's CAs
+  --for DURATION          how long (e.g. 30m, 2h)
+  --reason TEXT           why, for whoever looks next (at most 200 bytes, no control characters)
+  --json                  print the daemon's answer (docs/schemas/hold.v1.schema.json)
+
+Exit codes: 0 held, 1 error (unreachable daemon, refused token), 64 usage error.
+)";
+
+const char* const kReleaseHelp =
+    R"(Usage: mesh-reconciler release --remote URL --token-file FILE [--ca-file FILE]
+                               [--reason TEXT]
+
+Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile. The
+daemon logs who released it and why, beside the hold's own reason.
+
+  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
+  --token-file FILE       the daemon's admin token
+  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
+                          must name the URL's host; without it, the system's CAs
+  --reason TEXT           why (at most 200 bytes, no control characters)
+  --json                  print the daemon's answer (docs/schemas/release.v1.schema.json)
+
+Exit codes: 0 released (or was not held), 1 error, 64 usage error.
+)";
+
+int RunDaemon(Settings& settings) {
+  constexpr const char* kCommand = "run";
+  if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
+    return CommandFail(kCommand, secrets.message());
+  }
+  if (settings.records_path.empty()) return CommandUsage(kCommand, "--records FILE is required");
+  if (settings.tls_cert_file.empty() != settings.tls_key_file.empty()) {
+    return CommandUsage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
+  }
+  Result<ListenAddress> listen = ParseListenAddress(settings.listen);
+  if (!listen.ok()) return CommandUsage(kCommand, listen.status().message());
+  AdminToken token(settings.token_file);
+  if (token.enabled()) {
+    if (Status loaded = token.Reload(); !loaded.ok())
+      return CommandFail(kCommand, loaded.message());
+  }
+  if (!listen->loopback && !token.enabled()) {
+    return CommandFail(kCommand, "refusing to listen on " + settings.listen +
+                                     " (not loopback) without --token-file");
+  }
+
+  HttpServerOptions http_options;
+  if (!settings.tls_cert_file.empty()) {
+    Result<std::shared_ptr<ListenerTls>> tls =
+        ListenerTls::Load(settings.tls_cert_file, settings.tls_key_file);
+    if (!tls.ok()) return CommandFail(kCommand, tls.status().message());
+    http_options.tls = std::move(*tls);
+  }
+
+  const sigset_t shutdown_signals = BlockShutdownSignals();
+  Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit(), settings.lease);
+  LoopOptions options;
+  options.interval = settings.interval;
+  options.advisory_floor = settings.advisory_floor;
+  if (settings.lease == LeaseMode::kKv) {
+    options.lease_round = LeaseRoundFor(settings.interval);
+    options.lease_grace = LeaseGraceFor(settings.interval);
+  }
+  Loop loop(options, &metrics);
+  DaemonHttpState state(loop, metrics, token);
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::Start(*listen, state, http_options);
+  if (!server.ok()) return CommandFail(kCommand, server.status().message());
+  Log(LogLevel::kInfo, 0, http_options.tls ? "serving HTTPS" : "serving HTTP",
+      {{"address", listen->host},
+       {"port", (*server)->port()},
+       {"admin", token.enabled() ? "token" : "disabled"},
+       {"interval_ms", settings.interval.count()},
+       {"version", MESH_RECONCILER_VERSION}});
+
+  // New and changed passwords are hashed on their own threads: the passes repair JetStream
+  // meanwhile, and the users file follows when the hashes are ready.
+  BackgroundHashing hashing{
+      [&loop] { loop.Wake(Trigger::kUsersFileChanged); },
+      [&metrics](int64_t pending) { metrics.SetCredentialsPending(pending); }};
+  ReconcilerRunner runner(settings, loop.MakeEventSink(), std::move(hashing));
+  std::vector<FileWatch> watches = {
+      {settings.records_path, [&loop] { loop.Wake(Trigger::kRecordsChanged); }},
+      {settings.users_file, [&loop] { loop.Wake(Trigger::kUsersFileChanged); }},
+      {settings.token_file, [&token] {
+         if (Status reloaded = token.Reload(); reloaded.ok()) {
+           Log(LogLevel::kInfo, 0, "admin token reloaded");
+         } else {
+           Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
+               {{"error", reloaded.message()}});
+         }
+       }}};
+  Result<std::unique_ptr<FileWatcher>> watcher = FileWatcher::Start(std::move(watches));
+  if (!watcher.ok()) {
+    Log(LogLevel::kWarn, 0, "file changes will wait for the next periodic pass",
+        {{"error", watcher.status().message()}});
+  }
+  loop.Start(runner);
+
+  int signal_number = 0;
+  sigwait(&shutdown_signals, &signal_number);
+  Log(LogLevel::kInfo, 0, "shutting down", {{"signal", signal_number == SIGINT ? "INT" : "TERM"}});
+  if (watcher.ok()) watcher->reset();
+  if (!loop.Stop(kShutdownGrace)) {
+    // The pass in flight is abandoned: the reconcile thread still uses the runner, so it is
+    // not destroyed; the process exits and the kernel closes the connection.
+    Log(LogLevel::kWarn, loop.passes_started(), "abandoning the pass in flight");
+    (*server)->Stop();
+    std::fflush(nullptr);
+    _exit(kExitOk);
+  }
+  (*server)->Stop();
+  Log(LogLevel::kInfo, 0, "stopped");
+  return kExitOk;  // the runner (and its bus connection) is closed on the way out
+}
+
+int RunRemoteReconcile(Settings& settings) {
+  constexpr const char* kCommand = "reconcile";
+  Result<observers::HttpResponse> response = PostToDaemon(settings, "/reconcile", kRemoteTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? CommandUsage(kCommand, response.status().message())
+                                           : CommandFail(kCommand, response.status().message());
+  }
+  if (response->status != 200) return CommandFail(kCommand, RemoteError(*response));
+  Result<PassReport> report = ReportFromJson(response->body);
+  if (!report.ok()) {
+    return CommandFail(kCommand, "unreadable report from the daemon: " + report.status().message());
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(response->body.c_str(), stdout);
+  } else {
+    std::fputs(FormatReportTable(*report).c_str(), stdout);
+  }
+  if (!report->status.ok() || report->any_action_failed()) return kExitError;
+  return report->converged() ? kExitOk : kExitDrift;
+}
+
+// POSTs `target` to the daemon and parses its 200 answer as a JSON object into `doc`.
+// Returns kExitOk, or the exit code after printing why (usage, transport, refusal, garbage).
+int PostForJson(const Settings& settings, const char* command, const std::string& target,
+                rapidjson::Document& doc, std::string* body) {
+  Result<observers::HttpResponse> response = PostToDaemon(settings, target, kRemoteShortTimeout);
+  if (!response.ok()) {
+    return IsUsageError(response.status()) ? CommandUsage(command, response.status().message())
+                                           : CommandFail(command, response.status().message());
+  }
+  if (response->status != 200) return CommandFail(command, RemoteError(*response));
+  doc.Parse(response->body.data(), response->body.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    return CommandFail(command, "unreadable answer from the daemon");
+  }
+  *body = std::move(response->body);
+  return kExitOk;
+}
+
+namespace {
+
+// RFC 3986 unreserved characters stay, every other byte becomes %XX.
+std::string PercentEncode(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0x0f];
+    }
+  }
+  return out;
+}
+
+// What the daemon would refuse, refused here as a usage error (the daemon says the same).
+}  // namespace
+
+int RunHold(Settings& settings) {
+  constexpr const char* kCommand = "hold";
+  if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
+    return CommandUsage(kCommand, "--for: more than 0 and at most 24h");
+  }
+  if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
+    return CommandUsage(kCommand, "--reason: " + problem);
+  }
+  std::string target = "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms";
+  if (!settings.reason.empty()) target += "&reason=" + PercentEncode(settings.reason);
+  rapidjson::Document doc;
+  std::string body;
+  if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
+  if (!doc.HasMember("until") || !doc["until"].IsString()) {
+    return CommandFail(kCommand, "unreadable answer from the daemon");
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(body.c_str(), stdout);  // the daemon's answer: docs/schemas/hold.v1.schema.json
+    return kExitOk;
+  }
+  std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
+              doc["until"].GetString());
+  return kExitOk;
+}
+
+int RunRelease(Settings& settings) {
+  constexpr const char* kCommand = "release";
+  if (std::string problem = HoldReasonProblem(settings.reason); !problem.empty()) {
+    return CommandUsage(kCommand, "--reason: " + problem);
+  }
+  std::string target = "/release";
+  if (!settings.reason.empty()) target += "?reason=" + PercentEncode(settings.reason);
+  rapidjson::Document doc;
+  std::string body;
+  if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
+  if (!doc.HasMember("was_held") || !doc["was_held"].IsBool()) {
+    return CommandFail(kCommand, "unreadable answer from the daemon");
+  }
+  if (settings.format == OutputFormat::kJson) {
+    std::fputs(body.c_str(), stdout);  // docs/schemas/release.v1.schema.json
+    return kExitOk;
+  }
+  std::puts(doc["was_held"].GetBool() ? "released: passes repair again (a pass runs now)"
+                                      : "was not held");
+  return kExitOk;
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,76 @@
+// The subcommands of the mesh-reconciler binary. Each takes parsed settings and returns the
+// process exit code; each prints its own --help. main.cc only dispatches.
+//
+// Exit codes: 0 success / converged, 1 error, 2 drift found (plan), 64 usage error.
+#pragma once
+
+#include <string>
+
+#include "reconciler/cli/settings.h"
+
+namespace mesh::reconciler {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitDrift = 2;
+inline constexpr int kExitUsage = 64;
+
+// What --json means to a command. Every output a program may read has a schema
+// (docs/schemas/); a command whose output has none refuses --json rather than ignore it.
+enum class JsonOutput {
+  kOnFlag,  // --json switches the output to JSON (a table or a line otherwise)
+  kAlways,  // the output is JSON anyway (desired); --json is accepted
+  kNever,   // not a report (a users file, a daemon's log): --json is a usage error
+};
+
+// cmd_common.cc. "mesh-reconciler COMMAND: MESSAGE" on stderr; returns kExitError.
+int CommandFail(const char* command, const std::string& message);
+// The same with "(see mesh-reconciler COMMAND --help)"; returns kExitUsage.
+int CommandUsage(const char* command, const std::string& message);
+// std::getenv, as a GetEnv for ParseSettings and LoadSecrets.
+const char* ProcessEnv(const char* name);
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for the top-level usage
+  const char* help;     // the full --help text
+  int (*run)(Settings& settings);
+  JsonOutput json;
+};
+
+inline constexpr const char* kValidationSchema = "mesh-reconciler/validation/v1";
+
+// cmd_model.cc: validate, desired, render-users.
+int RunValidate(Settings& settings);
+int RunDesired(Settings& settings);
+int RunRenderUsers(Settings& settings);
+extern const char* const kValidateHelp;
+extern const char* const kDesiredHelp;
+extern const char* const kRenderUsersHelp;
+
+// cmd_pass.cc: plan, reconcile (--once here; --remote delegates to RunRemoteReconcile).
+int RunPlan(Settings& settings);
+int RunReconcile(Settings& settings);
+extern const char* const kPlanHelp;
+extern const char* const kReconcileHelp;
+
+// cmd_daemon.cc: run, and the on-call commands that talk to a running daemon.
+int RunDaemon(Settings& settings);
+int RunRemoteReconcile(Settings& settings);
+int RunHold(Settings& settings);
+int RunRelease(Settings& settings);
+extern const char* const kRunHelp;
+extern const char* const kHoldHelp;
+extern const char* const kReleaseHelp;
+
+// cmd_bus.cc: the bus commands of the runbook, in place of the `nats` CLI the image lacks.
+int RunShowStream(Settings& settings);
+int RunShowConsumer(Settings& settings);
+int RunDeleteStream(Settings& settings);
+int RunDeleteConsumer(Settings& settings);
+extern const char* const kShowStreamHelp;
+extern const char* const kShowConsumerHelp;
+extern const char* const kDeleteStreamHelp;
+extern const char* const kDeleteConsumerHelp;
+
+}  // namespace mesh::reconciler

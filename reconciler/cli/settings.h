@@ -1,0 +1,109 @@
+// Command-line settings shared by every subcommand: the same flag names everywhere, each also
+// read from the environment as MESH_RECONCILER_<NAME> (upper case, '-' -> '_'), for Kubernetes.
+// A flag on the command line wins over the environment. Secrets never come from a flag's value:
+// the password from MESH_RECONCILER_PASSWORD or --password-file, the bus certificate from
+// MESH_BROKER_CERTIFICATE.
+//
+// Thread-safety: plain values. ParseSettings reads the environment through `getenv`.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/result.h"
+#include "reconciler/pass/pass_settings.h"
+
+namespace mesh::reconciler {
+
+enum class OutputFormat { kTable, kJson };
+// --yes: a deletion by hand is confirmed. Only from the command line, never the environment: a
+// variable left in a shell or a pod spec must not confirm every deletion after it.
+enum class Confirm { kNo, kYes };
+
+// The pass's settings (PassSettings: records, bus, users file, prune, lease, bcrypt cost, users
+// scope, interval) and the commands' own. A Reconciler is given the PassSettings part.
+struct Settings : PassSettings {
+  std::string password_file;                   // --password-file (read by LoadSecrets)
+  OutputFormat format = OutputFormat::kTable;  // --json
+  std::string out;                             // --out FILE (render-users)
+  // Daemon.
+  std::string listen = "127.0.0.1:9464";  // --listen HOST:PORT
+  std::string token_file;                 // --token-file
+  // --advisory-floor: least time between two advisory-woken passes (0 allowed).
+  std::chrono::milliseconds advisory_floor{100};
+  std::string tls_cert_file;          // --tls-cert (HTTP listener)
+  std::string tls_key_file;           // --tls-key
+  std::string log_level = "info";     // --log-level debug|info|warn|error
+  std::string log_format = "logfmt";  // --log-format logfmt|json
+  // On-call.
+  std::string remote;                                  // --remote http://127.0.0.1:9464
+  std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
+  std::string reason;              // --reason "restoring DECL from backup" (hold, release)
+  Confirm confirm = Confirm::kNo;  // --yes (delete-stream, delete-consumer)
+  bool once = false;               // --once
+  bool help = false;               // --help / -h
+  std::vector<std::string> positional;
+};
+
+using GetEnv = std::function<const char*(const char*)>;
+
+// Whether a flag takes a value ("--records FILE") or is a switch ("--json").
+enum class FlagArity { kSwitch, kValue };
+struct FlagDescription {
+  std::string name;  // without the leading "--"
+  FlagArity arity;
+};
+// Every flag ParseSettings accepts, sorted by name: the one table behind the parser, shell
+// completion and the man page, so that none of them can name a flag the others lack.
+std::vector<FlagDescription> DescribeFlags();
+
+// Parses flags (both "--name value" and "--name=value"). Unknown flags are an error.
+Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv);
+
+// Reads the password (MESH_RECONCILER_PASSWORD, else --password-file, trailing newline
+// stripped) and MESH_BROKER_CERTIFICATE into settings.bus. Errors name the file, never content.
+Status LoadSecrets(Settings& settings, const GetEnv& getenv);
+
+// The help text of every pass setting, for each subcommand's --help. The text is also a
+// constant so that help strings can be assembled at compile time (they are read by main.cc's
+// static command table, which must not depend on dynamic initialisation order).
+inline constexpr char kPassSettingsHelpText[] =
+    R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
+  --records FILE          the records file (JSON, contract version 1)
+  --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
+  --user NAME             the reconciler's own user (default mesh-reconciler)
+  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
+  --ca-file FILE          TLS: trust this CA for the bus
+                          (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
+  --users-file FILE       the users file nats-server includes (written atomically, mode 0600);
+                          without it the reconciler acts on JetStream only
+  --users-scope SCOPE     server (default): the file is the whole accounts block; account: only
+                          the mesh's account entry, to include inside your own accounts block
+  --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
+  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
+  --prune                 delete objects marked as ours that the records no longer derive
+  --lease                 several reconcilers on one cluster: only the holder of the JetStream
+                          KV lease acts on streams and consumers; each keeps its users file
+  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
+  --json                  machine-readable output
+)";
+
+// Joins string literals at compile time, for help texts that include kPassSettingsHelpText:
+//   constexpr auto kText = JoinText("Usage: ...\n", kPassSettingsHelpText);
+//   const char* const kHelp = kText.data();  // constant-initialised
+template <size_t... N>
+constexpr std::array<char, (N + ... + 0) - sizeof...(N) + 1> JoinText(const char (&... parts)[N]) {
+  std::array<char, (N + ... + 0) - sizeof...(N) + 1> out{};
+  size_t at = 0;
+  auto append = [&](const char* part, size_t size) {
+    for (size_t i = 0; i + 1 < size; ++i) out[at++] = part[i];
+  };
+  (append(parts, N), ...);
+  return out;
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,653 @@
+#include "reconciler/daemon/loop.h"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+
+#include "reconciler/base/log.h"
+
+namespace mesh::reconciler {
+namespace {
+
+constexpr double kBackoffJitter = 0.2;
+
+uint32_t Bit(Trigger trigger) {
+  return 1u << static_cast<unsigned>(trigger);
+}
+
+// When several wake-ups are served by one pass, the pass carries the first of these.
+constexpr std::array kTriggerPriority = {
+    Trigger::kStart,          Trigger::kForced,
+    Trigger::kRecordsChanged, Trigger::kUsersFileChanged,
+    Trigger::kLeaseAcquired,  Trigger::kAdvisory,
+    Trigger::kReconnect,      Trigger::kRetry,
+    Trigger::kPeriodic,
+};
+
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double UnixSecondsNow() {
+  return static_cast<double>(UnixMillisNow()) / 1000.0;
+}
+
+// Runs `body` at the loop's boundary: an exception there is a bug. It is logged ("<what> threw
+// an exception (a bug); the loop carries on") and counted, and `on_bug(error)` is the result.
+template <typename Body, typename OnBug>
+auto CatchingBugs(Metrics* metrics, uint64_t pass_id, const char* what, Body body, OnBug on_bug) {
+  auto failed = [&](const std::string& error) {
+    Log(LogLevel::kError, pass_id,
+        std::string(what) + " threw an exception (a bug); the loop carries on", {{"error", error}});
+    if (metrics != nullptr) metrics->RecordException();
+    return on_bug(error);
+  };
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  } catch (...) {
+    return failed("unknown exception");
+  }
+}
+
+// The pass, with any exception caught at this boundary.
+struct GuardedPass {
+  PassReport report;
+  bool threw = false;
+};
+
+GuardedPass RunGuarded(PassRunner& runner, Metrics* metrics, uint64_t pass_id, Trigger trigger,
+                       ApplyMode mode, const std::set<StreamName>& named) {
+  const auto start = std::chrono::steady_clock::now();
+  return CatchingBugs(
+      metrics, pass_id, "pass",
+      [&] { return GuardedPass{runner.RunPass(pass_id, trigger, mode, named)}; },
+      [&](const std::string& error) {
+        GuardedPass guarded;
+        guarded.threw = true;
+        guarded.report.status = Status(Errc::kInternal, "the pass threw: " + error);
+        guarded.report.duration_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return guarded;
+      });
+}
+
+LeaseChange RunLeaseRoundGuarded(PassRunner& runner, Metrics* metrics) {
+  return CatchingBugs(
+      metrics, 0, "lease round", [&] { return runner.RunLeaseRound(); },
+      [](const std::string&) { return LeaseChange::kNone; });
+}
+
+void ReleaseLeaseGuarded(PassRunner& runner, Metrics* metrics) {
+  CatchingBugs(
+      metrics, 0, "lease release",
+      [&] {
+        runner.ReleaseLease();
+        return 0;
+      },
+      [](const std::string&) { return 0; });
+}
+
+// mesh_reconciler_lease_holder follows the lease as this instance last saw it: after a round
+// between passes (acquired, lost) and a release too, not only after a pass.
+void UpdateLeaseHolder(PassRunner& runner, Metrics* metrics) {
+  if (metrics == nullptr) return;
+  const std::optional<LeaseState> state = CatchingBugs(
+      metrics, 0, "lease state", [&] { return runner.lease_state(); },
+      [](const std::string&) { return std::optional<LeaseState>(); });
+  if (state) metrics->SetLeaseHolder(MayAct(*state, LeaseClock::now()));
+}
+
+std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
+  return std::min(options.backoff_cap, options.interval);
+}
+
+}  // namespace
+
+bool IsLifecycleAdvisory(std::string_view subject) {
+  if (subject.empty()) return true;
+  constexpr std::string_view kPrefixes[] = {
+      "$JS.EVENT.ADVISORY.STREAM.CREATED.",   "$JS.EVENT.ADVISORY.STREAM.DELETED.",
+      "$JS.EVENT.ADVISORY.STREAM.UPDATED.",   "$JS.EVENT.ADVISORY.CONSUMER.CREATED.",
+      "$JS.EVENT.ADVISORY.CONSUMER.DELETED.", "$JS.EVENT.ADVISORY.CONSUMER.UPDATED.",
+  };
+  for (std::string_view prefix : kPrefixes) {
+    if (subject.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options) {
+  const int doublings = std::clamp(consecutive_failures - 1, 0, 30);
+  return std::min(options.backoff_initial * (int64_t{1} << doublings), BackoffCap(options));
+}
+
+Loop::Loop(LoopOptions options, Metrics* metrics)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
+
+Loop::~Loop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_all();
+  done_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Loop::Start(PassRunner& runner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  pending_ |= Bit(Trigger::kStart);
+  next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
+  next_lease_round_ = now + options_.lease_round;
+  heartbeat_ = now;
+  thread_ = std::thread([this, &runner] { Run(runner); });
+}
+
+bool Loop::Stop(std::chrono::milliseconds grace) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  wake_cv_.notify_all();
+  done_cv_.notify_all();
+  if (!thread_.joinable()) return true;
+  if (!done_cv_.wait_for(lock, grace, [&] { return exited_; })) return false;
+  lock.unlock();
+  thread_.join();
+  return true;
+}
+
+void Loop::Wake(Trigger trigger) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_ |= Bit(trigger);
+  }
+  wake_cv_.notify_all();
+}
+
+void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
+  switch (event) {
+    case observers::BusEvent::kAdvisory: {
+      std::shared_ptr<const AdvisoryScope> scope;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        scope = advisory_scope_;
+      }
+      if (AdvisoryWakes(subject, scope.get())) {
+        if (std::optional<std::string> target = RepairTarget(subject, scope.get())) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          named_.insert(StreamName(std::move(*target)));  // bounded: only streams in scope
+        }
+        Wake(Trigger::kAdvisory);
+      } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++advisories_ignored_;
+      }
+      return;
+    }
+    case observers::BusEvent::kReconnected: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bus_connected_ = true;
+        // The server is back: what the backoff was waiting for has happened. The pass woken
+        // below runs at once, and should it fail (the server still starting), its retry
+        // starts over from backoff_initial instead of waiting out the outage's backoff.
+        consecutive_failures_ = 0;
+        retry_at_.reset();
+      }
+      if (metrics_ != nullptr) metrics_->SetBusConnected(true);
+      Log(LogLevel::kInfo, 0, "reconnected to the bus");
+      Wake(Trigger::kReconnect);
+      return;
+    }
+    case observers::BusEvent::kDisconnected: {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bus_connected_ = false;
+      }
+      if (metrics_ != nullptr) metrics_->SetBusConnected(false);
+      Log(LogLevel::kWarn, 0, "disconnected from the bus");
+      return;
+    }
+  }
+}
+
+observers::EventSink Loop::MakeEventSink() {
+  return
+      [this](observers::BusEvent event, const std::string& subject) { OnBusEvent(event, subject); };
+}
+
+Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) return Status(Errc::kUnavailable, "the reconciler is shutting down");
+  if (waiters_.size() >= options_.max_waiting_requests) {
+    return Status(Errc::kUnavailable, "too many reconcile requests waiting; try again");
+  }
+  auto waiter = std::make_shared<Waiter>();
+  waiter->min_pass_id = started_ + 1;
+  waiters_.push_back(waiter);
+  pending_ |= Bit(Trigger::kForced);
+  wake_cv_.notify_all();
+  const bool served =
+      done_cv_.wait_for(lock, timeout, [&] { return waiter->report.has_value() || stopping_; });
+  std::erase(waiters_, waiter);
+  if (waiter->report) return std::move(*waiter->report);
+  if (!served) {
+    return Status(Errc::kTimeout,
+                  "no pass finished within " + std::to_string(timeout.count() / 1000) + " s");
+  }
+  return Status(Errc::kUnavailable, "the reconciler is shutting down");
+}
+
+namespace {
+
+// Who asked, for a log line: the client's address, "unknown" when the server could not tell.
+std::string ByForLog(const std::string& by) {
+  return by.empty() ? std::string("unknown") : by;
+}
+
+// "none given" rather than an empty value: the log line then reads the same whatever the
+// person typed, and a grep for reason= finds every hold.
+std::string ReasonForLog(const std::string& reason) {
+  return reason.empty() ? std::string("none given") : reason;
+}
+
+}  // namespace
+
+Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldRequest& request) {
+  if (duration.count() <= 0 || duration > options_.max_hold) {
+    return Status(Errc::kInvalidArgument, "a hold lasts more than 0 and at most " +
+                                              std::to_string(options_.max_hold.count() / 3600000) +
+                                              "h");
+  }
+  HoldState state;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hold_until_ = Clock::now() + duration;
+    hold_until_unix_ms_ = UnixMillisNow() + duration.count();
+    hold_request_ = request;
+    hold_expiry_pending_ = true;
+    state = {true, hold_until_unix_ms_, request.reason, request.by};
+    // Under the lock that orders holds and releases: set after it, a release in between could
+    // be overtaken and leave the gauge at 1 (silencing the drift alert) while not held.
+    if (metrics_ != nullptr) metrics_->SetHeld(true);
+  }
+  wake_cv_.notify_all();  // the loop's next deadline changed
+  Log(LogLevel::kInfo, 0, "held: passes observe only",
+      {{"by", ByForLog(request.by)},
+       {"reason", ReasonForLog(request.reason)},
+       {"for_ms", duration.count()},
+       {"until", FormatRfc3339Millis(state.until_unix_ms)}});
+  return state;
+}
+
+bool Loop::Release(const HoldRequest& request) {
+  bool was_held = false;
+  HoldRequest ended;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    was_held = HeldLocked(Clock::now());
+    ended = std::move(hold_request_);
+    hold_request_ = {};
+    hold_until_.reset();
+    hold_expiry_pending_ = false;
+    if (was_held) pending_ |= Bit(Trigger::kForced);
+    if (metrics_ != nullptr) metrics_->SetHeld(false);  // under the lock: see Hold
+  }
+  wake_cv_.notify_all();
+  if (was_held) {
+    Log(LogLevel::kInfo, 0, "released: passes apply again",
+        {{"by", ByForLog(request.by)},
+         {"reason", ReasonForLog(request.reason)},
+         {"held_by", ByForLog(ended.by)},
+         {"held_reason", ReasonForLog(ended.reason)}});
+  }
+  return was_held;
+}
+
+Health Loop::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!thread_.joinable()) return {false, "the reconcile loop has not started"};
+  if (exited_) return {false, "the reconcile loop has stopped"};
+  const auto age = Clock::now() - heartbeat_;
+  if (age > options_.stale_after) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+    return {false, "no loop heartbeat for " + std::to_string(seconds) + " s" +
+                       (running_pass_ ? " (pass " + std::to_string(started_) + " running)" : "")};
+  }
+  return {true, "alive"};
+}
+
+Readiness Loop::readiness() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!last_report_) return {false, "no pass has finished yet"};
+  const PassReport& last = *last_report_;
+  // Records first: with no valid records at all the pass never reaches the bus.
+  if (!last.records_valid) {
+    std::string reason = "records invalid";
+    if (!last.records_errors.empty()) {
+      reason += ": " + last.records_errors.front();
+      if (last.records_errors.size() > 1) {
+        reason += " (and " + std::to_string(last.records_errors.size() - 1) + " more)";
+      }
+    }
+    return {false, reason};
+  }
+  if (!bus_connected_) {
+    return {false,
+            "bus unreachable" + (last.status.ok() ? std::string() : ": " + last.status.ToString())};
+  }
+  if (!last.status.ok()) return {false, "last pass failed: " + last.status.ToString()};
+  if (!users_file_failing_.empty()) {
+    return {false, "users file not written: " + users_file_failing_};
+  }
+  return {true, "ready"};
+}
+
+HoldState Loop::hold_state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!HeldLocked(Clock::now())) return {};
+  return {true, hold_until_unix_ms_, hold_request_.reason, hold_request_.by};
+}
+
+std::shared_ptr<const std::string> Loop::last_report_json() const {
+  std::shared_ptr<const PassReport> report;
+  std::shared_ptr<const PassReport> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (last_report_json_ || !last_report_) return last_report_json_;
+    report = last_report_;
+    if (last_failed_report_ != last_report_) failed = last_failed_report_;
+  }
+  auto json = std::make_shared<const std::string>(DriftToJson(*report, failed.get()));
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Cached only while it is still the last report (a pass may have finished meanwhile).
+  if (last_report_ == report && !last_report_json_) last_report_json_ = json;
+  return json;
+}
+
+std::optional<PassReport> Loop::last_report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!last_report_) return std::nullopt;
+  return *last_report_;
+}
+
+uint64_t Loop::passes_started() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return started_;
+}
+
+size_t Loop::waiting_requests() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiters_.size();
+}
+
+uint64_t Loop::passes_finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
+void Loop::NoteUsersFileLocked(const PassReport& report) {
+  bool written = false;
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.action.kind != ActionKind::kWriteUsersFile) continue;
+    if (o.outcome == Outcome::kDone) {
+      written = true;
+    } else if (o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused) {
+      users_file_failing_ = o.detail.empty() ? std::string(ToString(o.outcome)) : o.detail;
+      return;
+    }
+  }
+  const bool found_as_rendered =
+      report.status.ok() && report.mode == ApplyMode::kApply &&
+      std::none_of(report.remaining.begin(), report.remaining.end(),
+                   [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
+  if (written || found_as_rendered) users_file_failing_.clear();
+}
+
+bool Loop::HeldLocked(Clock::time_point now) const {
+  return hold_until_ && now < *hold_until_;
+}
+
+std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, double jitter) {
+  std::uniform_real_distribution<double> factor(1.0 - jitter, 1.0 + jitter);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(base.count()) * factor(rng_)));
+}
+
+std::optional<Loop::Clock::time_point> Loop::AdvisoryFloorLocked() const {
+  if (pending_ != Bit(Trigger::kAdvisory) || !last_advisory_pass_) return std::nullopt;
+  return *last_advisory_pass_ + options_.advisory_floor;
+}
+
+bool Loop::WakeDueLocked(Clock::time_point now) const {
+  if (pending_ == 0) return false;
+  const std::optional<Clock::time_point> floor = AdvisoryFloorLocked();
+  return !floor || now >= *floor;
+}
+
+uint64_t Loop::repairs_run() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return repairs_;
+}
+
+bool Loop::RepairDueLocked(Clock::time_point now) const {
+  return !named_.empty() && !stopping_ && !HeldLocked(now) && last_report_ != nullptr;
+}
+
+void Loop::RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock) {
+  const uint64_t pass_id = ++started_;
+  std::set<StreamName> named;
+  named.swap(named_);
+  ++repairs_;
+  running_pass_ = true;
+  lock.unlock();
+  std::string names;
+  for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
+  Log(LogLevel::kInfo, pass_id, "pass scheduled",
+      {{"trigger", ToString(Trigger::kRepair)}, {"mode", "apply"}, {"streams", names}});
+  auto [report, threw] =
+      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, named);
+  report.pass_id = pass_id;
+  report.trigger = Trigger::kRepair;
+  report.mode = ApplyMode::kApply;
+  if (metrics_ != nullptr) metrics_->RecordRepair(report);
+  lock.lock();
+  running_pass_ = false;
+  finished_ = pass_id;
+  heartbeat_ = Clock::now();
+  done_cv_.notify_all();
+}
+
+uint64_t Loop::advisories_ignored() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return advisories_ignored_;
+}
+
+Loop::Clock::time_point Loop::NextDueLocked() const {
+  Clock::time_point due = next_periodic_;
+  if (auto floor = AdvisoryFloorLocked()) due = std::min(due, *floor);
+  if (retry_at_) due = std::min(due, *retry_at_);
+  if (hold_until_ && hold_expiry_pending_) due = std::min(due, *hold_until_);
+  if (options_.lease_round.count() > 0) due = std::min(due, next_lease_round_);
+  return due;
+}
+
+std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
+  if (hold_until_ && hold_expiry_pending_ && now >= *hold_until_) {
+    // The hold ran out on its own: a pass now repairs what was seen while held.
+    hold_until_.reset();
+    hold_expiry_pending_ = false;
+    pending_ |= Bit(Trigger::kPeriodic);
+    if (metrics_ != nullptr) metrics_->SetHeld(false);
+    Log(LogLevel::kInfo, 0, "hold expired: passes apply again",
+        {{"held_by", ByForLog(hold_request_.by)},
+         {"held_reason", ReasonForLog(hold_request_.reason)}});
+    hold_request_ = {};
+  }
+  const bool retry_due = retry_at_ && now >= *retry_at_;
+  const bool periodic_due = now >= next_periodic_;
+  if (retry_due) pending_ |= Bit(Trigger::kRetry);
+  if (periodic_due) pending_ |= Bit(Trigger::kPeriodic);
+  if (!WakeDueLocked(now)) return std::nullopt;
+
+  std::optional<Trigger> trigger;
+  for (Trigger candidate : kTriggerPriority) {
+    if ((pending_ & Bit(candidate)) != 0) {
+      trigger = candidate;
+      break;
+    }
+  }
+  if (!trigger) trigger = Trigger::kForced;  // a trigger outside the list (kOnce): serve it
+  // This pass serves every wake-up so far and every timer that is due.
+  pending_ = 0;
+  if (retry_due) retry_at_.reset();
+  if (periodic_due)
+    next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
+  return trigger;
+}
+
+void Loop::Run(PassRunner& runner) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    auto now = Clock::now();
+    heartbeat_ = now;
+    std::optional<Trigger> trigger = TakeDueLocked(now);
+    if (!trigger && RepairDueLocked(now)) {
+      RunRepair(runner, lock);
+      continue;
+    }
+    if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
+      next_lease_round_ = now + options_.lease_round;
+      const LeaseParticipation participation =
+          ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
+      const bool step_down = participation == LeaseParticipation::kStepDown && !stepped_down_;
+      if (participation == LeaseParticipation::kStepDown) stepped_down_ = true;
+      lock.unlock();
+      LeaseChange change = LeaseChange::kNone;
+      if (participation == LeaseParticipation::kTakePart) {
+        change = RunLeaseRoundGuarded(runner, metrics_);
+      } else if (step_down) {
+        // No pass could act for longer than the grace: renewing would keep the standbys out.
+        Log(LogLevel::kWarn, 0,
+            "not taking part in the lease (released if held): no pass got past observation",
+            {{"grace_ms", options_.lease_grace.count()}});
+        ReleaseLeaseGuarded(runner, metrics_);
+      }
+      UpdateLeaseHolder(runner, metrics_);
+      lock.lock();
+      heartbeat_ = Clock::now();
+      if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
+      continue;
+    }
+    if (!trigger) {
+      const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
+      // A wake-up that is not due yet (an advisory within the floor) can still bring the next
+      // due time forward: then wait again for that, not for the deadline computed before it.
+      wake_cv_.wait_until(lock, until, [&] {
+        const auto at = Clock::now();
+        return stopping_ || WakeDueLocked(at) || RepairDueLocked(at) || NextDueLocked() < until;
+      });
+      continue;
+    }
+    const uint64_t pass_id = ++started_;
+    if (*trigger == Trigger::kAdvisory) last_advisory_pass_ = now;
+    const bool held = HeldLocked(now);
+    const ApplyMode mode = held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
+    std::set<StreamName> named;  // this pass observes everything; it repairs these first
+    named.swap(named_);
+    const bool previous_records_valid = last_report_ && last_report_->records_valid;
+    const std::vector<std::string> previous_records_errors =
+        last_report_ ? last_report_->records_errors : std::vector<std::string>();
+    running_pass_ = true;
+    lock.unlock();
+
+    // The pass logs its own progress and result; this line says why and how it runs.
+    Log(LogLevel::kInfo, pass_id, "pass scheduled",
+        {{"trigger", ToString(*trigger)},
+         {"mode", mode == ApplyMode::kApply ? "apply" : "observe_only"},
+         {"held", held}});
+    auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode, named);
+    report.pass_id = pass_id;
+    report.trigger = *trigger;
+    report.mode = mode;
+    report.held = held;
+    if (threw) {
+      // The records were not read by this pass: what was known stays known.
+      report.records_valid = previous_records_valid;
+      report.records_errors = previous_records_errors;
+    }
+    bool connected = false;
+    std::optional<int64_t> expiry;
+    try {
+      connected = runner.bus_connected();
+      expiry = runner.bus_certificate_expiry();
+    } catch (...) {
+      Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
+    }
+    const PassResult result = PassSucceeded(report);
+    // Past observation: the pass planned (its lease round ran, or the pass succeeded).
+    const bool able = report.status.ok() || report.lease.role != LeaseRole::kUnknown;
+    if (metrics_ != nullptr) {
+      metrics_->RecordPass(report, UnixSecondsNow());
+      metrics_->SetBusConnected(connected);
+      metrics_->SetCertificateExpiry(expiry);
+    }
+    if (options_.lease_round.count() > 0) UpdateLeaseHolder(runner, metrics_);
+    lock.lock();
+    running_pass_ = false;
+    bus_connected_ = connected;
+    now = Clock::now();
+    if (!threw) last_pass_ = able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;
+    if (able && !threw) {
+      last_able_ = now;
+      stepped_down_ = false;
+    }
+    heartbeat_ = now;
+    next_lease_round_ = now + options_.lease_round;  // the pass ran one
+    if (result == PassResult::kSuccess) {
+      consecutive_failures_ = 0;
+      retry_at_.reset();
+    } else if (result == PassResult::kWaiting) {
+      const auto delay = std::min(options_.not_ready_wait, options_.interval);
+      retry_at_ = now + delay;
+      Log(LogLevel::kInfo, pass_id, "waiting for the server",
+          {{"in_ms", delay.count()}, {"reason", report.status.message()}});
+    } else {
+      ++consecutive_failures_;
+      const auto delay =
+          std::min(JitteredLocked(BackoffBase(consecutive_failures_, options_), kBackoffJitter),
+                   BackoffCap(options_));
+      retry_at_ = now + delay;
+      Log(LogLevel::kInfo, pass_id, "retrying after a failed pass",
+          {{"in_ms", delay.count()}, {"consecutive_failures", consecutive_failures_}});
+    }
+    finished_ = pass_id;
+    for (const auto& waiter : waiters_) {
+      if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
+    }
+    NoteUsersFileLocked(report);
+    if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
+    last_report_ = std::make_shared<const PassReport>(std::move(report));
+    if (result == PassResult::kFailure) last_failed_report_ = last_report_;
+    last_report_json_.reset();
+    done_cv_.notify_all();
+  }
+  if (options_.lease_round.count() > 0) {
+    // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
+    // instead of leaving 1.5 intervals without repairs while the entry ages out.
+    lock.unlock();
+    ReleaseLeaseGuarded(runner, metrics_);
+    UpdateLeaseHolder(runner, metrics_);
+    lock.lock();
+  }
+  exited_ = true;
+  done_cv_.notify_all();
+}
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,262 @@
+// The runner: one reconcile thread that runs passes, never two at once.
+//
+// Schedule. A pass at start, then every interval (jittered +-10%), and at once when woken
+// (Wake: an advisory, a reconnect, a changed records or users file; RequestPass: on-call).
+// Wake-ups that arrive while a pass runs are coalesced into ONE following pass; none is lost.
+// A failed pass (status not ok, a failed action, or an exception caught here and counted) is
+// retried after a capped exponential backoff with jitter (1 s, 2 s, 4 s, ... at most 60 s and
+// never more than the interval); periodic passes go on meanwhile, and the first success resets
+// the backoff.
+//
+// Lease. With LoopOptions::lease_round set, a lease round runs that often while no pass runs
+// (PassRunner::RunLeaseRound); one that makes this instance the holder wakes a pass at once.
+//
+// Hold. While held (until a deadline that expires on its own: this runner reads the clock),
+// passes run with ApplyMode::kObserveOnly. Release, or the deadline, wakes a pass at once so
+// that drift seen during the hold is repaired without waiting for the interval.
+//
+// Named repairs. An advisory that a stream the mesh owns was deleted or changed, or that a
+// consumer on it was deleted (RepairTarget), names that stream: while no full pass is due (the
+// advisory floor holds the next one back), a kRepair pass runs at once for the named streams
+// alone, and the full pass follows at the floor as always. A full pass repairs the streams
+// named so far first. Repairs are not held back by the floor: each costs a few requests for the
+// streams the mesh owns, and ephemerals never name one. Not while held. A repair's report is
+// counted and logged but is not the last report (/drift, /readyz and the drift gauges follow
+// the full passes), never serves RequestPass, and never moves the backoff.
+//
+// Forced passes. RequestPass blocks its caller until a pass that STARTED after the request
+// has finished, and returns that pass's report.
+//
+// Ownership: Loop does not own the PassRunner (it must outlive Stop) nor the Metrics.
+// Thread-safety: Wake, OnBusEvent, RequestPass, Hold, Release and the snapshot accessors may
+// be called from any thread; Wake and OnBusEvent never block on a pass (they are what cnats'
+// callbacks and the file watcher call). Start and Stop are called by the owner's thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "model/result.h"
+#include "observers/bus.h"
+#include "reconciler/daemon/metrics.h"
+#include "reconciler/http/daemon_view.h"
+#include "reconciler/pass/pass.h"
+
+namespace mesh::reconciler {
+
+// What the loop needs of a pass: the seam between the scheduler and the Reconciler, so that
+// the loop's concurrency can be tested with a scripted runner. Called on the reconcile thread
+// only.
+class PassRunner {
+ public:
+  virtual ~PassRunner() = default;
+  // May throw only on a bug; the loop catches, counts and carries on.
+  // `named`: the streams advisories asked to repair first (Reconciler::RunPass); with
+  // Trigger::kRepair, only those.
+  virtual PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                             const std::set<StreamName>& named) = 0;
+  // A lease round between passes (LoopOptions::lease_round). May throw only on a bug.
+  virtual LeaseChange RunLeaseRound() { return LeaseChange::kNone; }
+  // Gives the lease up if held (stepping down, and when the loop stops). May throw only on a bug.
+  virtual void ReleaseLease() {}
+  // The lease as last seen; nullopt without one (then mesh_reconciler_lease_holder follows the
+  // passes' reports alone).
+  virtual std::optional<LeaseState> lease_state() const { return std::nullopt; }
+  virtual bool bus_connected() const = 0;
+  virtual std::optional<int64_t> bus_certificate_expiry() const = 0;
+};
+
+// The adapter over the real Reconciler.
+class ReconcilerRunner : public PassRunner {
+ public:
+  ReconcilerRunner(PassSettings settings, observers::EventSink events,
+                   std::optional<BackgroundHashing> background = std::nullopt)
+      : reconciler_(std::move(settings), std::move(events), std::move(background)) {}
+  PassReport RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                     const std::set<StreamName>& named) override {
+    return reconciler_.RunPass(pass_id, trigger, mode, named);
+  }
+  LeaseChange RunLeaseRound() override { return reconciler_.RunLeaseRound(); }
+  void ReleaseLease() override { reconciler_.ReleaseLease(); }
+  std::optional<LeaseState> lease_state() const override { return reconciler_.lease_state(); }
+  bool bus_connected() const override { return reconciler_.bus_connected(); }
+  std::optional<int64_t> bus_certificate_expiry() const override {
+    return reconciler_.bus_certificate_expiry();
+  }
+
+ private:
+  Reconciler reconciler_;
+};
+
+struct LoopOptions {
+  std::chrono::milliseconds interval{30000};
+  double interval_jitter = 0.10;  // +-10%
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_cap{60000};  // and never more than `interval`
+  // A pass that found the server not ready (starting, recovering, no meta leader) is a wait,
+  // not a failure: the next one follows after this (never more than `interval`), and the
+  // backoff does not grow.
+  std::chrono::milliseconds not_ready_wait{250};
+  // The loop beats at least this often while idle; /healthz fails when the last beat is older
+  // than `stale_after` (which must cover the longest pass).
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds stale_after{120000};
+  std::chrono::milliseconds max_hold = kMaxHold;
+  // Concurrent RequestPass callers; more are refused. Below HttpServerOptions::threads (4), so
+  // that waiting POSTs never hold every HTTP thread.
+  size_t max_waiting_requests = 2;
+  uint64_t seed = 0;  // jitter seed; 0: from std::random_device
+  // The least time between the starts of two advisory-woken passes (--advisory-floor): a storm
+  // of advisories about owned objects costs at most one pass per floor. Other triggers are
+  // never delayed by it.
+  std::chrono::milliseconds advisory_floor{100};
+  // With a lease: a lease round this often while no pass runs (0: none). A round that makes
+  // this instance the holder wakes a pass at once (Trigger::kLeaseAcquired).
+  std::chrono::milliseconds lease_round{0};
+  // With a lease: while passes fail before planning, how long after the last one that planned
+  // this instance still renews (ParticipationFor); after that it releases the lease and acquires
+  // none until a pass plans again. When the loop stops, the lease is released.
+  std::chrono::milliseconds lease_grace{1000};
+};
+
+// The delay before the retry that follows `consecutive_failures` (>= 1) failed passes, before
+// jitter: backoff_initial * 2^(n-1), at most min(backoff_cap, interval).
+std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options);
+
+// Whether an advisory subject says that a stream or consumer was created, deleted or updated
+// (or is empty: unknown, so assume it does). Others under $JS.EVENT.ADVISORY.STREAM.> and
+// .CONSUMER.> (MAX_DELIVERIES, MSG_TERMINATED, MSG_NAKED, LEADER_ELECTED, ...) follow message
+// traffic, not configuration: waking a pass for each would turn load into passes.
+bool IsLifecycleAdvisory(std::string_view subject);
+
+class Loop {
+ public:
+  // `metrics` may be null (tests of the schedule alone).
+  Loop(LoopOptions options, Metrics* metrics);
+  ~Loop();  // Stop(), waiting for the pass in flight however long it takes
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Starts the reconcile thread; the first pass (Trigger::kStart) runs at once.
+  void Start(PassRunner& runner);
+  // Asks the thread to exit after the pass in flight, and waits up to `grace` for it. True when
+  // the thread has exited; false when a pass is still running (the caller may then abandon it
+  // by exiting the process: the runner must not be destroyed while the thread runs).
+  bool Stop(std::chrono::milliseconds grace);
+
+  // Thread-safe, non-blocking.
+  void Wake(Trigger trigger);
+  // kAdvisory wakes a pass only for a lifecycle advisory about what the mesh owns
+  // (AdvisoryWakes, with the last pass's scope); kReconnected wakes one; kDisconnected marks
+  // the bus down.
+  void OnBusEvent(observers::BusEvent event, std::string_view subject);
+  // An EventSink for the Reconciler that forwards to OnBusEvent (only pushes; never blocks).
+  observers::EventSink MakeEventSink();
+
+  // Blocks until a pass that started after this call has finished (its report), or `timeout`
+  // (kTimeout), or the loop stops (kUnavailable), or too many callers wait (kUnavailable).
+  Result<PassReport> RequestPass(std::chrono::milliseconds timeout);
+  // Holds for `duration` from now (replacing any earlier hold); kInvalidArgument when not
+  // positive or longer than max_hold.
+  // `request` is logged and kept with the hold.
+  Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request = {});
+  // Ends a hold; returns whether one was in force. Wakes a pass when it was. The log line names
+  // who released and why, and the hold's own reason.
+  bool Release(const HoldRequest& request = {});
+
+  // Snapshots.
+  Health health() const;
+  Readiness readiness() const;
+  HoldState hold_state() const;
+  // /drift: DriftToJson of the last finished pass and of the last failed one when that is
+  // another pass (key "last_failed"); null before the first. Serialised on the first
+  // call after each pass (on the caller's thread, outside the loop's lock) and then shared:
+  // a pass that nobody asks about is never serialised (on a first convergence of a large
+  // mesh its report runs to megabytes).
+  std::shared_ptr<const std::string> last_report_json() const;
+  std::optional<PassReport> last_report() const;
+  uint64_t passes_started() const;
+  uint64_t passes_finished() const;
+  uint64_t advisories_ignored() const;  // advisories about what the mesh does not own
+  uint64_t repairs_run() const;         // kRepair passes (counted in passes_started too)
+  size_t waiting_requests() const;      // RequestPass callers now waiting
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Waiter {
+    uint64_t min_pass_id = 0;
+    std::optional<PassReport> report;
+  };
+
+  void Run(PassRunner& runner);
+  // Under mutex_: picks the trigger of the next pass if one is due now, and consumes every
+  // wake-up and due timer it serves.
+  std::optional<Trigger> TakeDueLocked(Clock::time_point now);
+  Clock::time_point NextDueLocked() const;
+  // Whether a pending wake-up may be served now (an advisory alone waits for its floor).
+  bool WakeDueLocked(Clock::time_point now) const;
+  std::optional<Clock::time_point> AdvisoryFloorLocked() const;
+  bool HeldLocked(Clock::time_point now) const;
+  std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
+  // Whether a kRepair pass is due now: streams named, no full pass due, not held, and a full
+  // pass has finished (it knows the streams before their deletion: WaitForRemovedStores).
+  bool RepairDueLocked(Clock::time_point now) const;
+  void RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock);
+  void NoteUsersFileLocked(const PassReport& report);
+
+  const LoopOptions options_;
+  Metrics* const metrics_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_cv_;  // the reconcile thread waits on it
+  std::condition_variable done_cv_;  // RequestPass and Stop wait on it
+  uint32_t pending_ = 0;             // bit per Trigger: wake-ups not yet served
+  bool stopping_ = false;
+  bool exited_ = false;
+  bool running_pass_ = false;
+  uint64_t started_ = 0;
+  uint64_t finished_ = 0;
+  Clock::time_point next_periodic_{};
+  Clock::time_point next_lease_round_{};  // when lease_round > 0
+  // When a pass last got past observation (the lease's renewal policy); stepped_down_: the
+  // lease was released for want of one, and is not released again until one does.
+  std::optional<Clock::time_point> last_able_;
+  LastPass last_pass_ = LastPass::kStoppedBeforePlan;
+  bool stepped_down_ = false;
+  std::optional<Clock::time_point> retry_at_;
+  int consecutive_failures_ = 0;
+  std::optional<Clock::time_point> hold_until_;
+  int64_t hold_until_unix_ms_ = 0;
+  HoldRequest hold_request_;          // the holder's, while hold_until_ is set
+  bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
+  Clock::time_point heartbeat_{};
+  bool bus_connected_ = false;
+  std::shared_ptr<const AdvisoryScope> advisory_scope_;  // from the last pass that observed
+  std::optional<Clock::time_point> last_advisory_pass_;  // start of the last advisory-woken pass
+  std::set<StreamName> named_;  // streams advisories asked to repair, not yet served
+  uint64_t repairs_ = 0;        // kRepair passes run
+  uint64_t advisories_ignored_ = 0;
+  std::shared_ptr<const PassReport> last_report_;
+  // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
+  std::shared_ptr<const PassReport> last_failed_report_;
+  // Why the last write of the users file failed; empty once a pass wrote it or found it as
+  // rendered. Non-empty: /readyz is unready (the server may be running on stale credentials).
+  std::string users_file_failing_;
+  // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
+  mutable std::shared_ptr<const std::string> last_report_json_;
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+  std::mt19937_64 rng_;
+  std::thread thread_;
+};
+
+}  // namespace mesh::reconciler

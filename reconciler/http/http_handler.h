@@ -1,0 +1,99 @@
+// The daemon's HTTP API as a pure function: HandleRequest maps one parsed request to one
+// response, reading the daemon only through the HttpState interface. No socket, no clock, no
+// cnats call: the Beast server (http_server.h) does the I/O and calls this.
+//
+//   GET  /metrics     Prometheus text (version 0.0.4)
+//   GET  /healthz     200 "ok" while the loop beats; 503 + reason otherwise
+//   GET  /readyz      200 "ready" when records valid, bus reachable and the last pass finished
+//                     ok; 503 + reason otherwise
+//   GET  /drift       the last pass's report as JSON (503 before the first pass), with the hold
+//                     now in force first: "hold":{"held":B[,"until","until_unix_ms","reason","by"]}
+//   POST /reconcile   runs a pass that starts after the request; 200 + its report (JSON);
+//                     504 when none finished in time, 503 when busy or shutting down
+//   POST /hold?for=D[&reason=R]
+//                     observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
+//                     {"schema":"mesh-reconciler/hold/v1","held":true,"until":"<RFC 3339>",
+//                      "until_unix_ms":N,"reason":R,"by":A}
+//   POST /release[?reason=R]
+//                     ends a hold; 200 + {"schema":"mesh-reconciler/release/v1","held":false,
+//                      "was_held":B}
+//
+// Query values are percent-decoded ('+' is a space). A reason is at most kMaxReasonBytes of
+// UTF-8 text without control characters (it goes into log lines). "by" is the client's address
+// as the listener saw it (HttpRequest::peer): the one token is shared, so the address is what
+// tells one caller from another.
+//
+// Every POST needs "Authorization: Bearer <token>". When no token is configured every POST is
+// refused with 403 (the read-only endpoints stay open): there is no unauthenticated way to
+// change what the reconciler does, not even on loopback. A missing or wrong token gets 401 with
+// no detail. The token is compared as SHA-256 digests with CRYPTO_memcmp (constant time, equal
+// lengths). Unknown path: 404. Known path, wrong method: 405 with an Allow header. A target that
+// is not an absolute path, or a bad query on a POST: 400.
+//
+// Thread-safety: HandleRequest is reentrant; HttpState implementations must be thread-safe
+// (the server calls them from several I/O threads).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/result.h"
+#include "reconciler/http/daemon_view.h"
+
+namespace mesh::reconciler {
+
+struct HttpRequest {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // "/hold?for=30m"
+  std::string authorization;  // the Authorization header's value; empty when absent
+  std::string body;
+  std::string peer;  // the client's address and port ("127.0.0.1:51234"); empty when unknown
+};
+
+inline constexpr size_t kMaxReasonBytes = 200;
+// Why a hold's or release's reason is not acceptable, or "" when it is: at most
+// kMaxReasonBytes of valid UTF-8 without control characters (C0, DEL, C1), what may go into a
+// log line as a person's words. The one check for the endpoint and for the CLI, which refuses
+// before sending.
+std::string HoldReasonProblem(std::string_view reason);
+inline constexpr const char* kHoldSchema = "mesh-reconciler/hold/v1";
+inline constexpr const char* kReleaseSchema = "mesh-reconciler/release/v1";
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra: Allow, WWW-Authenticate
+};
+
+// What the handler may read and ask of the daemon. Methods are const: the object is a view,
+// and the requests it forwards (passes, holds) go to the thread-safe loop.
+class HttpState {
+ public:
+  virtual ~HttpState() = default;
+  virtual std::string MetricsText() const = 0;
+  virtual Health health() const = 0;
+  virtual Readiness readiness() const = 0;
+  // Null before the first pass.
+  virtual std::shared_ptr<const std::string> LastReportJson() const = 0;
+  // The SHA-256 digest (32 raw bytes) of the admin token; nullopt when none is configured.
+  virtual std::optional<std::string> TokenDigest() const = 0;
+  // Whether a token file was configured (--token-file): then a missing digest means its token
+  // is unusable (empty, weak, unreadable), which the 403 says instead of "no --token-file".
+  virtual bool TokenFileConfigured() const { return false; }
+  // Blocks until a pass that started after the call has finished: that pass's report as JSON.
+  virtual Result<std::string> ForcePass() const = 0;
+  virtual Result<HoldState> Hold(std::chrono::milliseconds duration,
+                                 const HoldRequest& request) const = 0;
+  virtual bool Release(const HoldRequest& request) const = 0;  // whether a hold was in force
+  virtual HoldState hold_state() const = 0;                    // the hold now in force
+};
+
+HttpReply HandleRequest(const HttpState& state, const HttpRequest& request);
+
+}  // namespace mesh::reconciler

@@ -1,0 +1,176 @@
+#include "reconciler/pass/lease_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include "observers/c_handle.h"
+#include "observers/nats_error.h"
+
+namespace mesh::reconciler {
+namespace {
+
+using JsPtr = CHandle<jsCtx, jsCtx_Destroy>;
+using KvPtr = CHandle<kvStore, kvStore_Destroy>;
+using KvStatusPtr = CHandle<kvStatus, kvStatus_Destroy>;
+using KvEntryPtr = CHandle<kvEntry, kvEntry_Destroy>;
+using PubAckPtr = CHandle<jsPubAck, jsPubAck_Destroy>;
+
+constexpr char kBucketDescription[] = "mesh-reconciler lease: which instance acts on JetStream";
+constexpr int64_t kNanosPerMilli = 1'000'000;
+
+}  // namespace
+
+struct KvLeaseStore::Handles {
+  JsPtr js;  // declared first: destroyed after the KV handle
+  KvPtr kv;
+};
+
+KvLeaseStore::KvLeaseStore() : handles_(std::make_unique<Handles>()) {}
+KvLeaseStore::~KvLeaseStore() = default;
+
+Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connection,
+                                                         std::chrono::milliseconds ttl,
+                                                         int replicas,
+                                                         std::chrono::milliseconds timeout) {
+  if (connection == nullptr) return Status(Errc::kUnavailable, "lease: no bus connection");
+  std::unique_ptr<KvLeaseStore> store(new KvLeaseStore());
+  store->timeout_ = timeout;
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = timeout.count();
+  jsCtx* raw_js = nullptr;
+  natsStatus s = natsConnection_JetStream(&raw_js, connection, &options);
+  store->handles_->js.reset(raw_js);
+  if (s != NATS_OK) return observers::NatsError(s, "lease: JetStream context");
+
+  kvStore* raw_kv = nullptr;
+  s = js_KeyValue(&raw_kv, store->handles_->js.get(), kLeaseBucket);
+  store->handles_->kv.reset(raw_kv);
+  if (s == NATS_NOT_FOUND) {
+    kvConfig config;
+    kvConfig_Init(&config);
+    config.Bucket = kLeaseBucket;
+    config.Description = kBucketDescription;
+    config.History = 1;
+    config.TTL = ttl.count() * kNanosPerMilli;
+    config.StorageType = js_FileStorage;
+    config.Replicas = std::clamp(replicas, 1, kMaxLeaseReplicas);
+    s = js_CreateKeyValue(&raw_kv, store->handles_->js.get(), &config);
+    store->handles_->kv.reset(raw_kv);
+    if (s != NATS_OK) {
+      // Another instance may have created it meanwhile (perhaps with other replicas): use it.
+      const Status create_error =
+          observers::NatsError(s, std::string("lease: create bucket ") + kLeaseBucket + " with " +
+                                      std::to_string(config.Replicas) + " replica(s)");
+      s = js_KeyValue(&raw_kv, store->handles_->js.get(), kLeaseBucket);
+      store->handles_->kv.reset(raw_kv);
+      if (s != NATS_OK) {  // say why it could not be created, not only that it is not there
+        return Status(create_error.code(),
+                      create_error.message() + "; then open: " + natsStatus_GetText(s));
+      }
+    }
+  }
+  if (s != NATS_OK) {
+    return observers::NatsError(s, std::string("lease: open bucket ") + kLeaseBucket);
+  }
+
+  kvStatus* raw_status = nullptr;
+  s = kvStore_Status(&raw_status, store->handles_->kv.get());
+  KvStatusPtr status(raw_status);
+  if (s != NATS_OK) {
+    return observers::NatsError(s, std::string("lease: status of bucket ") + kLeaseBucket);
+  }
+  store->ttl_ = std::chrono::milliseconds(kvStatus_TTL(status.get()) / kNanosPerMilli);
+  if (store->ttl_.count() <= 0) {
+    return Status(Errc::kInvalidArgument, std::string("lease: bucket ") + kLeaseBucket +
+                                              " has no max age, so a dead holder never expires");
+  }
+  return store;
+}
+
+Result<uint64_t> KvLeaseStore::Write(const std::string& holder, uint64_t last_revision) {
+  jsPubOptions options;
+  jsPubOptions_Init(&options);
+  options.MaxWait = timeout_.count();
+  if (last_revision == 0) {
+    options.ExpectNoMessage = true;  // Nats-Expected-Last-Subject-Sequence: 0
+  } else {
+    options.ExpectLastSubjectSeq = last_revision;
+  }
+  const std::string subject = LeaseSubject();
+  jsPubAck* raw_ack = nullptr;
+  jsErrCode error_code = static_cast<jsErrCode>(0);
+  natsStatus s = js_Publish(&raw_ack, handles_->js.get(), subject.c_str(), holder.data(),
+                            static_cast<int>(holder.size()), &options, &error_code);
+  PubAckPtr ack(raw_ack);
+  if (s == NATS_OK) return ack->Sequence;
+  Status failed = observers::NatsError(s, "lease: write " + subject);
+  if (error_code == JSStreamWrongLastSequenceErr) {
+    return Status(Errc::kRefused, failed.message());
+  }
+  return failed;
+}
+
+Result<uint64_t> KvLeaseStore::Create(const std::string& holder) {
+  return Write(holder, 0);
+}
+
+Result<uint64_t> KvLeaseStore::Update(const std::string& holder, uint64_t last_revision) {
+  if (last_revision == 0) return Status(Errc::kInvalidArgument, "lease: update without revision");
+  return Write(holder, last_revision);
+}
+
+Result<std::optional<LeaseEntry>> KvLeaseStore::Get() {
+  kvEntry* raw_entry = nullptr;
+  natsStatus s = kvStore_Get(&raw_entry, handles_->kv.get(), kLeaseKey);
+  KvEntryPtr entry(raw_entry);
+  if (s == NATS_NOT_FOUND) return std::optional<LeaseEntry>();
+  if (s != NATS_OK) return observers::NatsError(s, "lease: read " + LeaseSubject());
+  LeaseEntry found;
+  const char* value = static_cast<const char*>(kvEntry_Value(entry.get()));
+  found.holder.assign(value == nullptr ? "" : value,
+                      static_cast<size_t>(std::max(0, kvEntry_ValueLen(entry.get()))));
+  found.revision = kvEntry_Revision(entry.get());
+  return std::optional<LeaseEntry>(std::move(found));
+}
+
+LeaseKeeper::LeaseKeeper(LeaseSettings settings)
+    : settings_(std::move(settings)), lease_(settings_.identity) {}
+
+LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
+                              LeaseClock::time_point now) {
+  auto store =
+      KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
+                         settings_.request_timeout);
+  if (!store.ok()) return lease_.Unreachable(store.status().ToString());
+  return lease_.TryAcquireOrRenew(**store, now);
+}
+
+Status LeaseKeeper::Release(natsConnection* connection, int cluster_size) {
+  if (!lease_.MayHold()) return Status::Ok();
+  auto store =
+      KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
+                         settings_.request_timeout);
+  if (!store.ok()) {
+    lease_.Unreachable(store.status().ToString());  // stop acting all the same
+    return store.status();
+  }
+  return lease_.Release(**store);
+}
+
+std::string NewLeaseIdentity() {
+  std::string host;
+  if (const char* name = std::getenv("HOSTNAME"); name != nullptr && *name != '\0') {
+    host = name;
+  } else {
+    char buffer[256] = {0};
+    if (gethostname(buffer, sizeof buffer - 1) == 0) host = buffer;
+  }
+  std::random_device random;
+  return LeaseIdentity(host, static_cast<uint32_t>(random()));
+}
+
+}  // namespace mesh::reconciler

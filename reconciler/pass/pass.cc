@@ -1,0 +1,962 @@
+// One reconcile pass: the effectful shell around the pure planner. It reads the records, the
+// users file and the bus, measures the time, and calls Apply; the planner itself reads no
+// clock and does no I/O.
+#include "reconciler/pass/pass.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "model/users_file.h"
+#include "observers/jetstream.h"
+#include "observers/monitor.h"
+#include "observers/server_version.h"
+#include "observers/users_file.h"
+#include "reconciler/base/log.h"
+#include "reconciler/pass/lease_store.h"
+#include "reconciler/pass/records_source.h"
+
+namespace mesh::reconciler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Recreating a stream deleted since the last observation (WaitForRemovedStores): how long to
+// wait at most for the server to stop naming its old store (or for deletion advisories to stop
+// coming), how often to look, and the settle after the last deletion advisory where the server
+// cannot tell.
+constexpr auto kRemovalWait = std::chrono::seconds(5);
+constexpr auto kRemovalPoll = std::chrono::milliseconds(2);
+constexpr auto kRemovalSettle = std::chrono::milliseconds(200);
+// On 2.9 the folder goes with every consumer's in it (their own deletion leaves them to the
+// stream's): 3,000 consumers took 430 ms after the last advisory here (ext4, 2 cores), so the
+// settle grows by a millisecond per consumer the old stream had, about 7x that, up to a bound.
+constexpr auto kRemovalSettlePerConsumer = std::chrono::milliseconds(1);
+constexpr auto kRemovalSettleMax = std::chrono::seconds(10);
+
+// When each stream was last named by a deletion advisory (DeletionNamed), as received, and how
+// many of its consumers' deletions came in that burst (advisories less than kRemovalSettle
+// apart): the settle before recreating a deleted stream counts from the last one and grows
+// with the consumers (a stream being deleted deletes each consumer first, an advisory each).
+// Streams outside the last pass's scope are not kept (a foreign client's ephemerals come and go
+// all day); before any scope, at most kMaxTracked, the oldest dropped first. Thread-safe:
+// written on the cnats thread, read by the pass.
+class DeletionClock {
+ public:
+  struct Burst {
+    Clock::time_point last;
+    size_t consumers = 0;  // consumer deletions in the burst
+  };
+  void SetScope(std::shared_ptr<const AdvisoryScope> scope) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    scope_ = std::move(scope);
+    std::erase_if(bursts_, [&](const auto& entry) { return !InScope(entry.first); });
+  }
+  void Note(const DeletionAdvisory& advisory, Clock::time_point at) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!InScope(advisory.stream)) return;
+    auto it = bursts_.find(advisory.stream);
+    if (it == bursts_.end()) {
+      if (bursts_.size() >= kMaxTracked) {
+        bursts_.erase(std::min_element(
+            bursts_.begin(), bursts_.end(),
+            [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
+      }
+      it = bursts_.emplace(std::string(advisory.stream), Burst{at, 0}).first;
+    } else if (at - it->second.last > kRemovalSettle) {
+      it->second.consumers = 0;  // a new burst
+    }
+    it->second.last = at;
+    if (advisory.consumer) ++it->second.consumers;
+  }
+  std::optional<Burst> Last(std::string_view stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = bursts_.find(stream);
+    if (it == bursts_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kMaxTracked = 1024;
+  bool InScope(std::string_view stream) const {
+    return scope_ == nullptr || scope_->streams.count(stream) != 0;
+  }
+  mutable std::mutex mutex_;
+  std::shared_ptr<const AdvisoryScope> scope_;        // guarded by mutex_; null before a pass
+  std::map<std::string, Burst, std::less<>> bursts_;  // guarded by mutex_
+};
+
+// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
+// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
+// still goes to hashing, so on an idle machine it takes no longer. Linux keeps the nice value
+// per thread and a new thread inherits it, so HashAll's helpers run at it too.
+constexpr int kHashingNice = 19;
+
+// The calling thread's nice value set to kHashingNice; false (nothing changed) if refused.
+bool LowerThisThreadsPriority() {
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHashingNice) == 0;
+}
+
+// The users file first, then the server: a load time read after the file cannot miss a reload.
+observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
+  observers::ObservedState observed;
+  if (!settings.users_file.empty()) {
+    observed.users_file = observers::ObserveUsersFile(settings.users_file);
+  }
+  observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
+  return observed;
+}
+
+// A server that is not ready (e.g. still recovering its store) would make every stream look
+// missing, and recreating them would fight the recovery: no observation, no plan.
+// After apply, the gate is not needed: nothing more is acted on, and a cluster that has just
+// created replicated objects reports them "not current" on /healthz until the replicas catch up.
+enum class ReadinessGate { kRequired, kNotRequired };
+
+Status ServerReady(const observers::ObservedServer& server) {
+  if (!server.monitor_configured || server.ready) return Status::Ok();
+  return Status(Errc::kUnavailable, "server not ready: " + server.not_ready_reason);
+}
+
+// The hashing of new and changed passwords on its own threads (the daemon). The job owns the
+// hasher while it runs; the pass takes it back, with the rendering, once `finished` is set.
+struct HashJob {
+  model::Records from;          // the records `desired` was derived from
+  model::DesiredState desired;  // what it renders
+  std::string existing;         // the users file it reuses from
+  std::unique_ptr<model::BcryptHasher> hasher;
+  std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`
+  std::atomic<bool> finished{false};
+  std::atomic<bool> cancelled{false};
+  std::atomic<int64_t> pending{0};
+  std::thread thread;
+};
+
+// The streams the mesh desires or marks, and the consumers it knows on them.
+std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
+                                             const observers::ObservedState& observed) {
+  auto scope = std::make_shared<AdvisoryScope>();
+  const std::string mark = model::OwnershipMark(desired.mesh);
+  for (const model::StreamSpec& s : desired.streams) scope->streams.insert(s.name.str());
+  for (const observers::ObservedStream& s : observed.jetstream.streams) {
+    if (s.config.description == mark) scope->streams.insert(s.config.name.str());
+  }
+  for (const model::ConsumerSpec& c : desired.consumers) {
+    scope->consumers.insert(c.stream.str() + "." + c.durable.str());
+  }
+  for (const observers::ObservedConsumer& c : observed.jetstream.consumers) {
+    if (!c.config.durable.empty()) {
+      scope->consumers.insert(c.config.stream.str() + "." + c.config.durable.str());
+    }
+  }
+  return scope;
+}
+
+}  // namespace
+
+struct Reconciler::Impl {
+  Impl(PassSettings s, observers::EventSink e, std::optional<BackgroundHashing> b)
+      : settings(std::move(s)), events(std::move(e)), background(std::move(b)) {}
+  ~Impl() { StopHashJob(); }
+
+  PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                 const std::set<StreamName>& named);
+
+  // Each step fills `report` and returns false (or an error) when the pass cannot go on.
+  bool LoadRecordsFile(PassReport& report);
+  bool Prepare(PassReport& report);
+  bool Render(PassReport& report);
+  // Renders inline, hashing whatever is needed; the hasher must be here (not in a job).
+  bool RenderInline(PassReport& report, const std::string& existing);
+  // Starts the background job for `desired`; first gives `rendered` the interim file when the
+  // users file on disk lacks (a proven) entry of the reconciler's own. False: render inline.
+  bool StartHashJob(PassReport& report, const std::string& existing,
+                    const model::HashedCredentials& reusable);
+  // Takes back the hasher (and the rendering when it is for `desired`) of a finished job.
+  bool CollectHashJob(PassReport& report);
+  void StopHashJob();
+  Status Connect(uint64_t pass_id);
+  // `readiness` is set to kNotReady when the gate stopped the observation.
+  Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate,
+                                           ServerReadiness* readiness = nullptr);
+  // Before recreating a stream that the previous observation saw (deleted since), waits until
+  // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
+  // the caller observes and plans again.
+  bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
+                            const PlanResult& plan);
+  void RememberStreams(const observers::ObservedState& observed);
+  // The named streams alone, before (or, for kRepair, instead of) the whole account: observed
+  // with one info request each, planned (PlanStreams), waited for (WaitForRemovedStores) and
+  // repaired, when the server is ready and this instance may act on JetStream. Fills
+  // `report.repaired_first`, and `report.plan` and `outcomes` with what it found and did;
+  // nothing when it could not look (the full pass, or the one after a kRepair, does it then).
+  void RepairNamed(PassReport& report, const std::set<StreamName>& named);
+  Result<observers::ObservedState> ObserveNamed(const std::set<StreamName>& named);
+  // When the bus cannot be observed (server down or not ready, our password refused): the
+  // users file is a local file we own, so it is still planned and repaired on its own, since a
+  // broken one may be exactly why the server is down or refuses us.
+  void RepairUsersFileAlone(PassReport& report);
+  // One lease round at `now`, logging a change of role; the new state.
+  LeaseState LeaseRound(uint64_t pass_id);
+  // Apply's hook before each chunk of JetStream actions (lease fencing): renews the lease when a
+  // round is due (a long pass must not outlive its lease), then lets the chunk go only while
+  // this instance still holds it.
+  ChunkGate LeaseFence(uint64_t pass_id);
+  void Finish(PassReport& report, Clock::time_point started);
+
+  PassSettings settings;
+  observers::EventSink events;
+  // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
+  std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
+  std::unique_ptr<observers::BusConnection> bus;
+  int64_t requests_before = 0;  // bus->requests_sent() when this pass began using the bus
+  std::optional<model::Records> last_valid;
+  std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
+  // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
+  std::optional<int64_t> certificate_expiry;
+  std::unique_ptr<LeaseKeeper> lease;         // with --lease
+  Clock::time_point last_lease_round{};       // when LeaseRound last ran
+  std::map<StreamName, size_t> seen_streams;  // in the last observation: their consumers
+  int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
+  // The desired state and the users file rendered from `derived_from`: kept while the records
+  // stay the same, so that a pass over unchanged records neither derives nor renders again.
+  std::optional<model::Records> derived_from;
+  model::DesiredState desired;
+  model::RenderedUsersFile rendered;
+  // Whether `rendered` is the users file for `desired` (kReady), an interim file with the
+  // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
+  enum class UsersFile { kReady, kInterim, kPending } users_state = UsersFile::kPending;
+  std::optional<BackgroundHashing> background;
+  std::unique_ptr<HashJob> job;
+};
+
+bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
+  Result<model::ParseOutcome> loaded = LoadRecords(settings.records_path, settings.bus.user);
+  if (!loaded.ok()) {
+    report.records_errors.push_back("$: " + loaded.status().message());
+  } else if (!loaded->ok()) {
+    for (const model::ValidationError& e : loaded->errors) {
+      report.records_errors.push_back(e.ToString());
+    }
+  } else {
+    report.records_valid = true;
+    if (!last_valid || !(*last_valid == loaded->records)) last_valid = std::move(loaded->records);
+  }
+  if (!report.records_valid) {
+    Log(LogLevel::kWarn, report.pass_id, "records invalid",
+        {{"errors", report.records_errors.size()},
+         {"first", report.records_errors.front()},
+         {"using_last_valid", last_valid.has_value()}});
+  }
+  if (!last_valid) {
+    report.status =
+        Status(Errc::kInvalidArgument, "no valid records yet: " + report.records_errors.front());
+    return false;
+  }
+  return true;
+}
+
+bool Reconciler::Impl::Prepare(PassReport& report) {
+  if (!LoadRecordsFile(report)) return false;
+  if (!derived_from || !(*derived_from == *last_valid)) {
+    desired = model::Derive(*last_valid, OwnIdentity(settings));
+    derived_from = *last_valid;
+    users_state = UsersFile::kPending;
+    rendered = {};
+  }
+  if (users_state != UsersFile::kReady && !Render(report)) {
+    derived_from.reset();  // the next pass renders again
+    return false;
+  }
+  report.without_credential = desired.without_credential;
+  return true;
+}
+
+bool Reconciler::Impl::Render(PassReport& report) {
+  if (settings.users_file.empty()) {
+    rendered = {};
+    users_state = UsersFile::kReady;
+    return true;
+  }
+  if (settings.bus.password.empty()) {
+    // Rendering without our own credential would lock the reconciler out of the bus.
+    report.status = Status(Errc::kInvalidArgument,
+                           "the users file is managed (--users-file) but the reconciler's "
+                           "password is not set (MESH_RECONCILER_PASSWORD or --password-file)");
+    return false;
+  }
+  if (job) {
+    if (!job->finished.load()) {
+      // Still hashing: the interim file (if any) was planned by an earlier pass; from now on
+      // the users file waits for the job.
+      if (users_state == UsersFile::kInterim) users_state = UsersFile::kPending;
+      report.credentials_pending = job->pending.load();
+      return true;
+    }
+    if (!CollectHashJob(report)) return false;
+    if (users_state == UsersFile::kReady) return true;
+  }
+  if (!hasher) {
+    hasher = std::make_unique<model::BcryptHasher>(settings.bus.password, settings.bcrypt_cost);
+  }
+  // The users file as it is now: every hash its digest proves is reused, not computed again.
+  const std::string existing = observers::ObserveUsersFile(settings.users_file).bytes;
+  const model::HashedCredentials reusable =
+      model::ReusableHashes(desired, existing, hasher->digest_key(), hasher->cost());
+  hasher->Adopt(desired, reusable);
+  if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
+    return true;
+  }
+  return RenderInline(report, existing);
+}
+
+bool Reconciler::Impl::RenderInline(PassReport& report, const std::string& existing) {
+  const uint64_t calls_before = hasher->bcrypt_calls();
+  Result<model::RenderedUsersFile> file =
+      model::RenderUsersFileReusing(desired, existing, *hasher, settings.users_scope);
+  if (!file.ok()) {
+    report.status = file.status();
+    return false;
+  }
+  report.passwords_hashed += static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
+  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
+      {{"entries", file->blocks.size()}, {"passwords_hashed", report.passwords_hashed}});
+  rendered = std::move(*file);
+  users_state = UsersFile::kReady;
+  return true;
+}
+
+bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& existing,
+                                    const model::HashedCredentials& reusable) {
+  const UserName own(settings.bus.user);
+  const uint64_t calls_before = hasher->bcrypt_calls();
+  users_state = UsersFile::kPending;
+  rendered = {};
+  if (!reusable.count(own)) {
+    // The file lacks a (proven) entry of our own: without it the reconciler may not get in,
+    // so that entry comes first, in an interim file that keeps every other entry the server
+    // has now (its hash as written) until the job has hashed it.
+    const model::HashedCredentials written = model::WrittenHashes(existing);
+    model::DesiredState interim = desired;
+    model::HashedCredentials hashes;
+    model::CredentialDigests digests;
+    std::erase_if(interim.principals, [&](const model::Principal& p) {
+      if (p.credential.kind == model::Credential::Kind::kNone) return false;
+      const bool plain = p.credential.kind == model::Credential::Kind::kPlain;
+      std::optional<std::string> hash;
+      bool proven = false;
+      if (!plain || p.user == own || reusable.count(p.user)) {
+        Result<std::string> computed = hasher->Hash(p.user, p.credential);  // cached but ours
+        if (computed.ok()) {
+          hash = std::move(*computed);
+          proven = plain;
+        }
+      } else if (auto w = written.find(p.user); w != written.end()) {
+        hash = w->second;
+      }
+      if (!hash) return true;  // neither hashed nor on disk: it waits for the job
+      if (proven) {
+        Result<std::string> digest =
+            model::CredentialDigest(hasher->digest_key(), p.user, *hash, p.credential.secret);
+        if (digest.ok()) digests.emplace(p.user, std::move(*digest));
+      }
+      hashes.emplace(p.user, std::move(*hash));
+      return false;
+    });
+    Result<model::RenderedUsersFile> file =
+        model::RenderUsersFile(interim, hashes, settings.users_scope, digests);
+    if (!file.ok()) return false;  // e.g. only our own entry: hash everything here instead
+    report.passwords_hashed = static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
+    rendered = std::move(*file);
+    users_state = UsersFile::kInterim;
+  }
+
+  job = std::make_unique<HashJob>();
+  job->from = *derived_from;
+  job->desired = desired;
+  job->existing = existing;
+  job->pending = static_cast<int64_t>(hasher->Uncached(desired));
+  job->hasher = std::move(hasher);
+  const int64_t total = job->pending.load();
+  const uint64_t pass_id = report.pass_id;
+  report.credentials_pending = total;
+  Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
+      {{"pending", total},
+       {"threads", std::max(1u, std::thread::hardware_concurrency())},
+       {"nice", kHashingNice},
+       {"own_entry_first", users_state == UsersFile::kInterim}});
+  if (background->progress) background->progress(total);
+  HashJob* j = job.get();
+  const BackgroundHashing hooks = *background;
+  job->thread = std::thread([j, hooks, pass_id, total, scope = settings.users_scope] {
+    if (!LowerThisThreadsPriority()) {
+      Log(LogLevel::kWarn, pass_id, "hashing at normal priority: setpriority refused",
+          {{"error", std::strerror(errno)}});
+    }
+    const auto started = Clock::now();
+    size_t logged_tenth = 0;
+    auto progress = [&](size_t done, size_t all) {
+      j->pending.store(static_cast<int64_t>(all - done));
+      if (hooks.progress) hooks.progress(static_cast<int64_t>(all - done));
+      const size_t tenth = done * 10 / all;
+      if (tenth > logged_tenth) {
+        logged_tenth = tenth;
+        Log(LogLevel::kInfo, pass_id, "hashing passwords", {{"done", done}, {"total", all}});
+      }
+      return !j->cancelled.load();
+    };
+    j->result = model::RenderUsersFileReusing(j->desired, j->existing, *j->hasher, scope, progress);
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f",
+                  std::chrono::duration<double>(Clock::now() - started).count());
+    Log(j->result->ok() ? LogLevel::kInfo : LogLevel::kWarn, pass_id, "hashing finished",
+        {{"hashed", total},
+         {"seconds", seconds},
+         {"error", j->result->ok() ? "" : j->result->status().ToString()}});
+    j->pending.store(0);
+    if (hooks.progress) hooks.progress(0);
+    j->finished.store(true);
+    if (!j->cancelled.load() && hooks.ready) hooks.ready();
+  });
+  return true;
+}
+
+bool Reconciler::Impl::CollectHashJob(PassReport& report) {
+  job->thread.join();
+  hasher = std::move(job->hasher);
+  const bool same = derived_from && job->from == *derived_from;
+  Result<model::RenderedUsersFile> result = std::move(*job->result);
+  job.reset();
+  if (!same) return true;  // the records changed meanwhile: render again with this hasher
+  if (!result.ok()) {
+    report.status = result.status();
+    return false;
+  }
+  rendered = std::move(*result);
+  users_state = UsersFile::kReady;
+  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
+      {{"entries", rendered.blocks.size()}, {"hashing", "background"}});
+  return true;
+}
+
+void Reconciler::Impl::StopHashJob() {
+  if (!job) return;
+  job->cancelled.store(true);
+  if (job->thread.joinable()) job->thread.join();
+  job.reset();
+}
+
+Status Reconciler::Impl::Connect(uint64_t pass_id) {
+  if (bus && !bus->connected()) {
+    Log(LogLevel::kInfo, pass_id, "bus connection lost; connecting again");
+    // A connection cnats is still reconnecting is kept until a new one succeeds: its
+    // kReconnected wakes a pass the moment the server is back, and dropping it for a connect
+    // that fails would leave the repair to wait for the retry backoff.
+    if (!bus->reconnecting()) bus.reset();
+  }
+  if (bus && bus->connected()) return Status::Ok();
+  observers::EventSink sink;
+  if (events) {
+    sink = [forward = events, deletions = deletions](observers::BusEvent event,
+                                                     const std::string& subject) {
+      if (event == observers::BusEvent::kAdvisory) {
+        if (std::optional<DeletionAdvisory> deletion = DeletionNamed(subject)) {
+          deletions->Note(*deletion, Clock::now());
+        }
+      }
+      forward(event, subject);
+    };
+  }
+  auto connected = observers::BusConnection::Connect(settings.bus, sink);
+  if (!connected.ok()) return connected.status();
+  bus = std::move(*connected);
+  requests_before = 0;
+  Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
+  if (events) {
+    if (Status s = bus->SubscribeAdvisories(); !s.ok()) {
+      Log(LogLevel::kWarn, pass_id, "advisories not subscribed", {{"error", s.ToString()}});
+    }
+  }
+  return Status::Ok();
+}
+
+// With a live connection, the users file and the monitoring endpoint are read on a second
+// thread while JetStream is listed (the pass's wall time is then the longest of the two).
+// Without one, readiness is checked before connecting, so that a server that is down costs no
+// connect timeout.
+Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate,
+                                                           ServerReadiness* readiness) {
+  const bool overlap = bus && bus->connected();
+  std::future<observers::ObservedState> side;
+  observers::ObservedState observed;
+  auto check_ready = [&]() -> Status {
+    Status ready = ServerReady(observed.server);
+    // A server that answers but cannot yet answer for JetStream (starting, recovering, no meta
+    // leader) is waited for; an unreachable one is a failure like any other.
+    if (!ready.ok() && observed.server.reachable && readiness != nullptr) {
+      *readiness = ServerReadiness::kNotReady;
+    }
+    if (ready.ok() || gate == ReadinessGate::kRequired) return ready;
+    Log(LogLevel::kInfo, pass_id, "server not yet current after apply; listing anyway",
+        {{"reason", ready.message()}});
+    return Status::Ok();
+  };
+  if (overlap) {
+    side = std::async(std::launch::async, ObserveFileAndServer, std::cref(settings));
+  } else {
+    observed = ObserveFileAndServer(settings);
+    if (Status ready = check_ready(); !ready.ok()) return ready;
+  }
+  Status connected = Connect(pass_id);
+  Result<observers::ObservedJetStream> jetstream =
+      connected.ok() ? observers::ObserveJetStream(
+                           *bus, observers::ObserveScope{model::OwnershipMark(desired.mesh)})
+                     : Result<observers::ObservedJetStream>(connected);
+  if (overlap) {
+    observed = side.get();
+    if (Status ready = check_ready(); !ready.ok()) return ready;
+  }
+  if (!jetstream.ok()) return jetstream.status();
+  observed.jetstream = std::move(*jetstream);
+  return observed;
+}
+
+void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
+  report.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (bus) {
+    report.api_requests = bus->requests_sent() - requests_before;
+    if (auto expiry = bus->certificate_expiry()) certificate_expiry = expiry;
+  }
+  // Every outcome is logged, also those of a pass that fails after apply (the server lost while
+  // observing again): what it did must not exist only as counters.
+  int failed = 0;
+  for (const ActionOutcome& o : report.outcomes) {
+    const bool bad = o.outcome == Outcome::kFailed || o.outcome == Outcome::kRefused;
+    failed += bad ? 1 : 0;
+    Log(bad ? LogLevel::kWarn : LogLevel::kInfo, report.pass_id, "action",
+        {{"action", ToString(o.action.kind)},
+         {"name", o.action.name},
+         {"outcome", ToString(o.outcome)},
+         {"err_code", o.err_code},
+         {"detail", o.detail}});
+  }
+  if (report.readiness == ServerReadiness::kNotReady) {
+    Log(LogLevel::kInfo, report.pass_id, "server not ready; waiting",
+        {{"trigger", ToString(report.trigger)}, {"reason", report.status.message()}});
+    return;
+  }
+  if (!report.status.ok()) {
+    Log(LogLevel::kWarn, report.pass_id, "pass failed",
+        {{"trigger", ToString(report.trigger)},
+         {"error", report.status.ToString()},
+         {"applied", report.outcomes.size()},
+         {"failed", failed}});
+    return;
+  }
+  Log(LogLevel::kInfo, report.pass_id, "pass finished",
+      {{"trigger", ToString(report.trigger)},
+       {"mode", report.mode == ApplyMode::kApply ? "apply" : "observe_only"},
+       {"drift", report.plan.drift.size()},
+       {"actions", report.plan.actions.size()},
+       {"failed", failed},
+       {"remaining", report.remaining.size()},
+       {"converged", report.converged()},
+       {"api_requests", report.api_requests},
+       {"passwords_hashed", report.passwords_hashed},
+       {"credentials_pending", report.credentials_pending},
+       {"duration_seconds", std::round(report.duration_seconds * 1000) / 1000}});
+}
+
+PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                                 const std::set<StreamName>& named) {
+  const Clock::time_point started = Clock::now();
+  PassReport report;
+  report.pass_id = pass_id;
+  report.trigger = trigger;
+  report.mode = mode;
+  Log(LogLevel::kDebug, pass_id, "pass started", {{"trigger", ToString(trigger)}});
+  if (settings.lease == LeaseMode::kKv && !lease) {
+    lease = std::make_unique<LeaseKeeper>(LeaseSettings{
+        NewLeaseIdentity(), LeaseTtlFor(settings.interval), settings.bus.request_timeout});
+  }
+  if (lease) report.lease.role = LeaseRole::kUnknown;
+  requests_before = bus ? bus->requests_sent() : 0;
+  if (!Prepare(report)) {
+    Finish(report, started);
+    return report;
+  }
+  if (mode == ApplyMode::kApply && !named.empty()) RepairNamed(report, named);
+  if (trigger == Trigger::kRepair) {
+    Finish(report, started);
+    return report;
+  }
+  // What the named streams' repair found and did comes first in the report.
+  PlanResult first = std::move(report.plan);
+  std::vector<ActionOutcome> first_outcomes = std::move(report.outcomes);
+  report.plan = {};
+  report.outcomes = {};
+  auto put_first = [&] {
+    if (report.repaired_first.empty()) return;
+    first.drift.insert(first.drift.end(), std::make_move_iterator(report.plan.drift.begin()),
+                       std::make_move_iterator(report.plan.drift.end()));
+    first.actions.insert(first.actions.end(), std::make_move_iterator(report.plan.actions.begin()),
+                         std::make_move_iterator(report.plan.actions.end()));
+    first.problems.insert(first.problems.end(), report.plan.problems.begin(),
+                          report.plan.problems.end());
+    report.plan = std::move(first);
+    first_outcomes.insert(first_outcomes.end(), std::make_move_iterator(report.outcomes.begin()),
+                          std::make_move_iterator(report.outcomes.end()));
+    report.outcomes = std::move(first_outcomes);
+  };
+  Result<observers::ObservedState> observed =
+      Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
+  if (!observed.ok()) {
+    report.status = observed.status();
+    if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
+    put_first();
+    Finish(report, started);
+    return report;
+  }
+  report.readiness = ServerReadiness::kReady;
+  report.unhealthy = observed->server.unhealthy;
+  report.advisory_scope = ScopeOf(desired, *observed);
+  deletions->SetScope(report.advisory_scope);
+  // While the job hashes, the users file is left alone (it is neither observed as drift nor
+  // written); streams and consumers are repaired at once. The users file is ours: owned by the
+  // uid we run as (a rewrite makes it so).
+  const PlanOptions options{
+      settings.prune, users_state == UsersFile::kPending ? std::string() : settings.users_file,
+      static_cast<int64_t>(geteuid())};
+  // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
+  // pod beside the daemon, it must not move the lease away from (or onto) anyone.
+  const bool planning = trigger == Trigger::kOnce && mode == ApplyMode::kObserveOnly;
+  if (lease && planning) {
+    report.lease.error = "plan does not take the lease";
+  } else if (lease) {
+    cluster_size = observers::JetStreamClusterSize(*observed);
+    report.lease = LeaseRound(pass_id);
+  }
+  report.plan = Plan(desired, rendered, *observed, options);
+  if (mode == ApplyMode::kApply && WaitForRemovedStores(pass_id, *observed, report.plan)) {
+    observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
+    if (!observed.ok()) {
+      report.status = observed.status();
+      put_first();
+      Finish(report, started);
+      return report;
+    }
+    report.unhealthy = observed->server.unhealthy;
+    report.plan = Plan(desired, rendered, *observed, options);
+  }
+  RememberStreams(*observed);
+  report.remaining = report.plan.drift;
+  report.remaining_problems = report.plan.problems;
+
+  // A standby (or an instance unsure of the lease) applies only its own users file.
+  std::vector<Action> allowed =
+      ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
+  if (mode == ApplyMode::kApply && !allowed.empty()) {
+    ApplyTargets targets;
+    targets.bus = bus.get();
+    targets.users_file_path = settings.users_file;
+    targets.pid_file = settings.pid_file;
+    targets.monitor_url = settings.monitor_url;
+    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    report.outcomes = Apply(std::move(allowed), targets);
+    Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
+    if (!after.ok()) {
+      report.status =
+          Status(after.status().code(), "observing after apply: " + after.status().message());
+    } else {
+      RememberStreams(*after);
+      PlanResult again = Plan(desired, rendered, *after, options);
+      report.remaining = std::move(again.drift);
+      report.remaining_problems = std::move(again.problems);
+    }
+  }
+  put_first();
+  Finish(report, started);
+  return report;
+}
+
+namespace {
+
+// The users-file part of a plan: its drift entries and actions only.
+PlanResult UsersFilePart(PlanResult plan) {
+  PlanResult part;
+  for (DriftEntry& entry : plan.drift) {
+    if (entry.kind == ObjectKind::kUsersFile) part.drift.push_back(std::move(entry));
+  }
+  for (Action& action : plan.actions) {
+    if (KindOf(action.kind) == ObjectKind::kUsersFile) part.actions.push_back(std::move(action));
+  }
+  return part;
+}
+
+}  // namespace
+
+void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
+  if (settings.users_file.empty() || rendered.bytes.empty()) return;
+  // Nothing of the server is known: no reload is planned for a file already as rendered (the
+  // next pass that reaches the server checks that it loaded it).
+  const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
+  auto plan_file = [&] {
+    observers::ObservedState observed;
+    observed.users_file = observers::ObserveUsersFile(settings.users_file);
+    return UsersFilePart(Plan(desired, rendered, observed, options));
+  };
+  report.plan = plan_file();
+  report.remaining = report.plan.drift;
+  if (report.plan.actions.empty()) return;
+  Log(LogLevel::kInfo, report.pass_id, "the bus cannot be observed; repairing the users file",
+      {{"reason", report.status.message()}});
+  ApplyTargets targets;  // no bus: only the users-file actions are applied
+  targets.users_file_path = settings.users_file;
+  targets.pid_file = settings.pid_file;
+  targets.monitor_url = settings.monitor_url;
+  report.outcomes = Apply(report.plan.actions, targets);  // Finish logs each outcome
+  report.remaining = plan_file().drift;
+}
+
+ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
+  if (bus && bus->connected() &&
+      Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval)) {
+    LeaseRound(pass_id);
+  }
+  const LeaseState& state = lease->lease().state();
+  if (GateFor(state, Clock::now()) == JetStreamGate::kAct) return {};
+  Log(LogLevel::kWarn, pass_id, "lease lapsed during the pass: not applying the rest",
+      {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
+  return {ChunkVerdict::kStop,
+          std::string("this instance no longer holds the lease (") + ToString(state.role) + ")"};
+}
+
+void Reconciler::Impl::RememberStreams(const observers::ObservedState& observed) {
+  seen_streams.clear();
+  for (const observers::ObservedStream& s : observed.jetstream.streams) {
+    seen_streams.emplace(s.config.name, 0);
+  }
+  for (const observers::ObservedConsumer& c : observed.jetstream.consumers) {
+    if (auto it = seen_streams.find(c.config.stream); it != seen_streams.end()) ++it->second;
+  }
+}
+
+bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
+                                            const observers::ObservedState& observed,
+                                            const PlanResult& plan) {
+  std::vector<std::string> recreated;
+  for (const Action& a : plan.actions) {
+    if (a.kind == ActionKind::kCreateStream && a.stream && seen_streams.count(a.stream->name)) {
+      recreated.push_back(a.stream->name.str());
+    }
+  }
+  if (recreated.empty()) return false;
+  const Clock::time_point begin = Clock::now();
+  const observers::ObservedServer& server = observed.server;
+  const auto topology = server.jetstream_cluster_size > 1 ? observers::Topology::kClustered
+                                                          : observers::Topology::kStandalone;
+  const bool visible =
+      server.reachable &&
+      observers::HealthzShowsStoresOnDisk(observers::ParseServerVersion(server.version), topology);
+  std::string how;
+  if (visible) {
+    // The server names the old store until its folder is gone: wait for exactly that. A store
+    // still named at the deadline stays, and the next plan reports it unrecoverable.
+    how = "until the server no longer names the old store";
+    auto named = [&](const std::vector<observers::ObjectHealth>& unhealthy) {
+      return std::any_of(unhealthy.begin(), unhealthy.end(), [&](const observers::ObjectHealth& h) {
+        return h.kind == observers::ObjectHealth::Kind::kStream &&
+               std::find(recreated.begin(), recreated.end(), h.stream) != recreated.end();
+      });
+    };
+    while (named(observers::ObserveUnhealthyObjects(settings.monitor_url,
+                                                    settings.bus.request_timeout)) &&
+           Clock::now() - begin < kRemovalWait) {
+      std::this_thread::sleep_for(kRemovalPoll);
+    }
+  } else {
+    // 2.9, clusters, no monitor: nothing tells when the old folder is gone. The server sends
+    // the deletion advisories (each consumer's, then the stream's) before it removes the
+    // folder, and a stream created meanwhile is removed with it (acknowledged messages lost at
+    // the next restart): settle, until kRemovalSettle after this wait began and after the last
+    // deletion advisory naming any of these streams (more may come while we wait).
+    how = "a settle after the last deletion advisory (this server does not show stores on disk)";
+    auto settled_at = [&] {
+      Clock::time_point until = begin + kRemovalSettle;
+      for (const std::string& n : recreated) {
+        // Without a deletion advisory (a store wiped, advisories missed) the plain settle from
+        // `begin`; with one, the deletion may still be removing its consumers' folders.
+        std::optional<DeletionClock::Burst> burst = deletions->Last(n);
+        if (!burst) continue;
+        auto seen = seen_streams.find(StreamName(n));
+        const size_t consumers =
+            std::max(burst->consumers, seen == seen_streams.end() ? size_t{0} : seen->second);
+        const Clock::duration settle = std::min<Clock::duration>(
+            kRemovalSettle + kRemovalSettlePerConsumer * static_cast<int64_t>(consumers),
+            kRemovalSettleMax);
+        until = std::max(until, burst->last + settle);
+      }
+      return until;
+    };
+    for (Clock::time_point until = settled_at();
+         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
+      std::this_thread::sleep_for(kRemovalPoll);
+    }
+  }
+  std::string names;
+  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
+  Log(LogLevel::kInfo, pass_id, "waited for deleted streams' stores to be removed",
+      {{"streams", names},
+       {"how", how},
+       {"waited_ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
+  return true;
+}
+
+Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
+  // The server only: the users file is not part of the named streams' plan.
+  observers::ObservedState observed;
+  observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
+  if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
+  if (!bus || !bus->connected()) return Status(Errc::kUnavailable, "not connected");
+  Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(
+      *bus, named, observers::ObserveScope{model::OwnershipMark(desired.mesh)});
+  if (!jetstream.ok()) return jetstream.status();
+  observed.jetstream = std::move(*jetstream);
+  return observed;
+}
+
+void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName>& named) {
+  const Clock::time_point begin = Clock::now();
+  // Only an instance that may act on JetStream now: the holder (as its last round saw it) or
+  // one without a lease. Anyone else leaves it to the full pass, which runs the lease round.
+  if (lease && GateFor(lease->lease().state(), Clock::now()) != JetStreamGate::kAct) return;
+  const uint64_t pass_id = report.pass_id;
+  const PlanOptions options{settings.prune, std::string(), static_cast<int64_t>(geteuid())};
+  Result<observers::ObservedState> observed = ObserveNamed(named);
+  if (!observed.ok()) {
+    Log(LogLevel::kDebug, pass_id, "named streams not repaired first",
+        {{"reason", observed.status().message()}});
+    return;
+  }
+  PlanResult plan = PlanStreams(desired, *observed, named, options);
+  if (WaitForRemovedStores(pass_id, *observed, plan)) {
+    observed = ObserveNamed(named);
+    if (!observed.ok()) return;
+    plan = PlanStreams(desired, *observed, named, options);
+  }
+  report.repaired_first.assign(named.begin(), named.end());
+  std::vector<Action> actions = plan.actions;
+  if (!actions.empty()) {
+    ApplyTargets targets;
+    targets.bus = bus.get();
+    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    report.outcomes = Apply(std::move(actions), targets);
+  }
+  std::string names;
+  for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
+  Log(LogLevel::kInfo, pass_id, "named streams repaired first",
+      {{"streams", names},
+       {"drift", plan.drift.size()},
+       {"actions", plan.actions.size()},
+       {"duration_ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
+  if (report.trigger == Trigger::kRepair) {
+    // No full observation follows: what remains of these streams is seen again here.
+    report.remaining = plan.drift;
+    report.remaining_problems = plan.problems;
+    if (!report.outcomes.empty()) {
+      if (Result<observers::ObservedState> after = ObserveNamed(named); after.ok()) {
+        PlanResult again = PlanStreams(desired, *after, named, options);
+        report.remaining = std::move(again.drift);
+        report.remaining_problems = std::move(again.problems);
+      }
+    }
+  }
+  report.plan = std::move(plan);
+}
+
+LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
+  last_lease_round = Clock::now();
+  const LeaseState before = lease->lease().state();
+  LeaseState state = lease->Round(bus->native_handle(), cluster_size, Clock::now());
+  // A change of role, or a round failing for another reason than the last one: an instance
+  // that cannot reach the lease says why (it starts "unknown", so a first round that fails
+  // would otherwise say nothing), once per reason rather than every round.
+  if (state.role != before.role || state.error != before.error) {
+    Log(LogLevel::kInfo, pass_id, "lease",
+        {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
+  }
+  return state;
+}
+
+model::ReconcilerIdentity OwnIdentity(const PassSettings& settings) {
+  model::ReconcilerIdentity identity;
+  identity.user = UserName(settings.bus.user);
+  if (!settings.bus.password.empty()) {
+    identity.credential = {model::Credential::Kind::kPlain, settings.bus.password};
+  }
+  if (settings.lease == LeaseMode::kKv) identity.extra_publish = LeasePublishAllow();
+  return identity;
+}
+
+Reconciler::Reconciler(PassSettings settings, observers::EventSink events,
+                       std::optional<BackgroundHashing> background)
+    : impl_(std::make_unique<Impl>(std::move(settings), std::move(events), std::move(background))) {
+}
+
+Reconciler::~Reconciler() = default;
+
+PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
+                               const std::set<StreamName>& named) {
+  return impl_->Run(pass_id, trigger, mode, named);
+}
+
+LeaseChange Reconciler::RunLeaseRound() {
+  Impl& impl = *impl_;
+  // Before the first pass (no keeper yet) or without a bus, the next pass runs the round.
+  if (!impl.lease || !impl.bus || !impl.bus->connected()) return LeaseChange::kNone;
+  const bool was_holder = impl.lease->lease().state().role == LeaseRole::kHolder;
+  const LeaseState state = impl.LeaseRound(0);
+  return state.role == LeaseRole::kHolder && !was_holder ? LeaseChange::kAcquired
+                                                         : LeaseChange::kNone;
+}
+
+void Reconciler::ReleaseLease() {
+  Impl& impl = *impl_;
+  if (!impl.lease || !impl.lease->lease().MayHold()) return;
+  if (!impl.bus || !impl.bus->connected()) return;  // it ages out on its own
+  const Status released = impl.lease->Release(impl.bus->native_handle(), impl.cluster_size);
+  Log(released.ok() ? LogLevel::kInfo : LogLevel::kWarn, 0, "lease released",
+      {{"error", released.ok() ? std::string() : released.ToString()}});
+}
+
+LeaseState Reconciler::lease_state() const {
+  if (!impl_->lease) return LeaseState{};
+  return impl_->lease->lease().state();
+}
+
+bool Reconciler::bus_connected() const {
+  // A server that stopped answering is not a bus one is connected to
+  // (mesh_reconciler_bus_connected).
+  return impl_->bus && impl_->bus->connected() && impl_->bus->answering();
+}
+
+std::optional<int64_t> Reconciler::bus_certificate_expiry() const {
+  return impl_->certificate_expiry;
+}
+
+}  // namespace mesh::reconciler
