@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "model/digest.h"
+#include "model/thread_safety.h"
 #include "model/users_file.h"
 
 namespace mesh::model {
@@ -170,14 +171,14 @@ Result<HashedCredentials> BcryptHasher::HashAll(const DesiredState& desired,
     std::atomic<size_t> next{0};
     std::atomic<size_t> done{0};
     std::atomic<bool> stopped{false};
-    std::mutex progress_mutex;
+    Mutex progress_mutex;
     auto run = [&](crypt_data& scratch) {
       for (size_t i = next.fetch_add(1); i < todo.size() && !stopped.load();
            i = next.fetch_add(1)) {
         results[i] = impl_->HashPlain(todo[i]->user, todo[i]->credential.secret, scratch);
         const size_t finished = done.fetch_add(1) + 1;
         if (progress) {
-          std::lock_guard<std::mutex> lock(progress_mutex);
+          MutexLock lock(progress_mutex);
           if (!progress(finished, todo.size())) stopped.store(true);
         }
       }

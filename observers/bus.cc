@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
 #include "observers/tls_trust.h"
@@ -56,25 +57,25 @@ class SinkRegistry {
     return *registry;
   }
   uintptr_t Register(EventSink sink) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     const uintptr_t id = ++last_id_;
     sinks_.emplace(id, std::move(sink));
     return id;
   }
   void Unregister(uintptr_t id) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     sinks_.erase(id);
   }
   void Emit(void* closure, BusEvent event, const std::string& subject) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = sinks_.find(reinterpret_cast<uintptr_t>(closure));
     if (it != sinks_.end() && it->second) it->second(event, subject);
   }
 
  private:
-  std::mutex mutex_;
-  uintptr_t last_id_ = 0;
-  std::unordered_map<uintptr_t, EventSink> sinks_;
+  Mutex mutex_;
+  uintptr_t last_id_ GUARDED_BY(mutex_) = 0;
+  std::unordered_map<uintptr_t, EventSink> sinks_ GUARDED_BY(mutex_);
 };
 
 std::string ConnectedUrl(natsConnection* nc) {

@@ -16,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 #include <ctime>
 
+#include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
 #include "observers/url.h"
@@ -151,22 +152,22 @@ TlsMode TlsModeOf(const BusSettings& settings) {
 }
 
 void TlsObservations::RecordPresented(const CertificateFacts& facts) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   presented_ = facts;
 }
 
 void TlsObservations::RecordRejection(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   rejection_ = why;
 }
 
 std::optional<CertificateFacts> TlsObservations::presented() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return presented_;
 }
 
 std::string TlsObservations::rejection() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return rejection_;
 }
 

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "model/result.h"
+#include "model/thread_safety.h"
 #include "observers/bus.h"
 #include "observers/certificate.h"
 
@@ -56,9 +57,9 @@ class TlsObservations {
   std::string rejection() const;
 
  private:
-  mutable std::mutex mutex_;
-  std::optional<CertificateFacts> presented_;
-  std::string rejection_;
+  mutable Mutex mutex_;
+  std::optional<CertificateFacts> presented_ GUARDED_BY(mutex_);
+  std::string rejection_ GUARDED_BY(mutex_);
 };
 
 // Makes `options` secure (natsOptions_SetSecure) and installs the check described above into

@@ -6,7 +6,9 @@
 #             once more against Debian 13's 2.10.27 (scripts/fetch-nats-server.sh);
 #   2. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. tsan:  the whole CTest suite again under ThreadSanitizer;
-#   4. fuzz:  each libFuzzer target for a bounded time (clang), starting from tests/fuzz/corpus.
+#   4. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
+#             (model/thread_safety.h), then each libFuzzer target for a bounded time, starting
+#             from tests/fuzz/corpus.
 # Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main" runs a subset (the
 # default is "main asan tsan fuzz"). MESH_FUZZ_SECONDS sets each fuzzer's time
 # (default 60).
@@ -72,7 +74,9 @@ if has_stage fuzz; then
   stage "fuzz: libFuzzer targets, ${fuzz_seconds}s each"
   CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DMESH_BUILD_FUZZ=ON -DMESH_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+  # Every layer too, not only the fuzz targets: clang checks the thread-safety annotations
+  # (-Wthread-safety, as errors) where g++ cannot.
+  cmake --build build-fuzz -j"$jobs" --target fuzz_targets mesh_cli
   for target in build-fuzz/*_fuzz; do
     name="$(basename "$target")"
     corpus="$(mktemp -d)"

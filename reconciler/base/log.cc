@@ -8,12 +8,14 @@
 #include <ctime>
 #include <mutex>
 
+#include "model/thread_safety.h"
+
 namespace mesh::reconciler {
 namespace {
 
 std::atomic<LogLevel> g_min_level{LogLevel::kInfo};
 std::atomic<LogFormat> g_format{LogFormat::kLogfmt};
-std::mutex g_write_mutex;
+Mutex g_write_mutex;
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -156,7 +158,7 @@ void Log(LogLevel level, uint64_t pass_id, std::string_view message,
          std::initializer_list<LogField> fields) {
   if (level < g_min_level.load()) return;
   std::string line = FormatLogLine(g_format.load(), level, NowRfc3339(), pass_id, message, fields);
-  std::lock_guard<std::mutex> lock(g_write_mutex);
+  MutexLock lock(g_write_mutex);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "model/digest.h"
+#include "model/thread_safety.h"
 #include "observers/regular_file.h"
 
 namespace mesh::reconciler {
@@ -66,7 +67,7 @@ Status AdminToken::Reload() {
   if (path_.empty()) return Status::Ok();
   Result<std::string> token = ReadTokenFile(path_);
   const Status strong = token.ok() ? CheckTokenStrength(*token, path_) : token.status();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!strong.ok()) {
     digest_.reset();
     return strong;
@@ -76,7 +77,7 @@ Status AdminToken::Reload() {
 }
 
 std::optional<std::string> AdminToken::digest() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return digest_;
 }
 

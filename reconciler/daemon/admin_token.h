@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/result.h"
+#include "model/thread_safety.h"
 
 namespace mesh::reconciler {
 
@@ -44,8 +45,8 @@ class AdminToken {
 
  private:
   const std::string path_;
-  mutable std::mutex mutex_;
-  std::optional<std::string> digest_;
+  mutable Mutex mutex_;
+  std::optional<std::string> digest_ GUARDED_BY(mutex_);
 };
 
 }  // namespace mesh::reconciler

@@ -4,6 +4,7 @@
 #include <array>
 #include <exception>
 
+#include "model/thread_safety.h"
 #include "reconciler/base/log.h"
 
 namespace mesh::reconciler {
@@ -132,7 +133,7 @@ Loop::Loop(LoopOptions options, Metrics* metrics)
 
 Loop::~Loop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_cv_.notify_all();
@@ -141,7 +142,7 @@ Loop::~Loop() {
 }
 
 void Loop::Start(PassRunner& runner) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto now = Clock::now();
   pending_ |= Bit(Trigger::kStart);
   next_periodic_ = now + JitteredLocked(options_.interval, options_.interval_jitter);
@@ -151,20 +152,21 @@ void Loop::Start(PassRunner& runner) {
 }
 
 bool Loop::Stop(std::chrono::milliseconds grace) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   stopping_ = true;
   wake_cv_.notify_all();
   done_cv_.notify_all();
   if (!thread_.joinable()) return true;
-  if (!done_cv_.wait_for(lock, grace, [&] { return exited_; })) return false;
-  lock.unlock();
+  if (!done_cv_.wait_for(lock.native(), grace, [&]() REQUIRES(mutex_) { return exited_; }))
+    return false;
+  lock.Unlock();
   thread_.join();
   return true;
 }
 
 void Loop::Wake(Trigger trigger) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     pending_ |= Bit(trigger);
   }
   wake_cv_.notify_all();
@@ -175,24 +177,24 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
     case observers::BusEvent::kAdvisory: {
       std::shared_ptr<const AdvisoryScope> scope;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         scope = advisory_scope_;
       }
       if (AdvisoryWakes(subject, scope.get())) {
         if (std::optional<std::string> target = RepairTarget(subject, scope.get())) {
-          std::lock_guard<std::mutex> lock(mutex_);
+          MutexLock lock(mutex_);
           named_.insert(StreamName(std::move(*target)));  // bounded: only streams in scope
         }
         Wake(Trigger::kAdvisory);
       } else {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         ++advisories_ignored_;
       }
       return;
     }
     case observers::BusEvent::kReconnected: {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         bus_connected_ = true;
         // The server is back: what the backoff was waiting for has happened. The pass woken
         // below runs at once, and should it fail (the server still starting), its retry
@@ -207,7 +209,7 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
     }
     case observers::BusEvent::kDisconnected: {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        MutexLock lock(mutex_);
         bus_connected_ = false;
       }
       if (metrics_ != nullptr) metrics_->SetBusConnected(false);
@@ -223,7 +225,7 @@ observers::EventSink Loop::MakeEventSink() {
 }
 
 Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return Status(Errc::kUnavailable, "the reconciler is shutting down");
   if (waiters_.size() >= options_.max_waiting_requests) {
     return Status(Errc::kUnavailable, "too many reconcile requests waiting; try again");
@@ -233,8 +235,9 @@ Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
   waiters_.push_back(waiter);
   pending_ |= Bit(Trigger::kForced);
   wake_cv_.notify_all();
-  const bool served =
-      done_cv_.wait_for(lock, timeout, [&] { return waiter->report.has_value() || stopping_; });
+  const bool served = done_cv_.wait_for(lock.native(), timeout, [&]() REQUIRES(mutex_) {
+    return waiter->report.has_value() || stopping_;
+  });
   std::erase(waiters_, waiter);
   if (waiter->report) return std::move(*waiter->report);
   if (!served) {
@@ -267,7 +270,7 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldReque
   }
   HoldState state;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     hold_until_ = Clock::now() + duration;
     hold_until_unix_ms_ = UnixMillisNow() + duration.count();
     hold_request_ = request;
@@ -290,7 +293,7 @@ bool Loop::Release(const HoldRequest& request) {
   bool was_held = false;
   HoldRequest ended;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     was_held = HeldLocked(Clock::now());
     ended = std::move(hold_request_);
     hold_request_ = {};
@@ -311,7 +314,7 @@ bool Loop::Release(const HoldRequest& request) {
 }
 
 Health Loop::health() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!thread_.joinable()) return {false, "the reconcile loop has not started"};
   if (exited_) return {false, "the reconcile loop has stopped"};
   const auto age = Clock::now() - heartbeat_;
@@ -324,7 +327,7 @@ Health Loop::health() const {
 }
 
 Readiness Loop::readiness() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!last_report_) return {false, "no pass has finished yet"};
   const PassReport& last = *last_report_;
   // Records first: with no valid records at all the pass never reaches the bus.
@@ -350,7 +353,7 @@ Readiness Loop::readiness() const {
 }
 
 HoldState Loop::hold_state() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!HeldLocked(Clock::now())) return {};
   return {true, hold_until_unix_ms_, hold_request_.reason, hold_request_.by};
 }
@@ -359,36 +362,36 @@ std::shared_ptr<const std::string> Loop::last_report_json() const {
   std::shared_ptr<const PassReport> report;
   std::shared_ptr<const PassReport> failed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (last_report_json_ || !last_report_) return last_report_json_;
     report = last_report_;
     if (last_failed_report_ != last_report_) failed = last_failed_report_;
   }
   auto json = std::make_shared<const std::string>(DriftToJson(*report, failed.get()));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Cached only while it is still the last report (a pass may have finished meanwhile).
   if (last_report_ == report && !last_report_json_) last_report_json_ = json;
   return json;
 }
 
 std::optional<PassReport> Loop::last_report() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!last_report_) return std::nullopt;
   return *last_report_;
 }
 
 uint64_t Loop::passes_started() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return started_;
 }
 
 size_t Loop::waiting_requests() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return waiters_.size();
 }
 
 uint64_t Loop::passes_finished() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return finished_;
 }
 
@@ -432,7 +435,7 @@ bool Loop::WakeDueLocked(Clock::time_point now) const {
 }
 
 uint64_t Loop::repairs_run() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return repairs_;
 }
 
@@ -440,24 +443,30 @@ bool Loop::RepairDueLocked(Clock::time_point now) const {
   return !named_.empty() && !stopping_ && !HeldLocked(now) && last_report_ != nullptr;
 }
 
-void Loop::RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock) {
-  const uint64_t pass_id = ++started_;
-  std::set<StreamName> named;
-  named.swap(named_);
+Loop::Repair Loop::BeginRepairLocked() {
+  Repair repair;
+  repair.pass_id = ++started_;
+  repair.named.swap(named_);
   ++repairs_;
   running_pass_ = true;
-  lock.unlock();
+  return repair;
+}
+
+void Loop::RunRepair(PassRunner& runner, const Repair& repair) {
+  const uint64_t pass_id = repair.pass_id;
   std::string names;
-  for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
+  for (const StreamName& n : repair.named) names += (names.empty() ? "" : ",") + n.str();
   Log(LogLevel::kInfo, pass_id, "pass scheduled",
       {{"trigger", ToString(Trigger::kRepair)}, {"mode", "apply"}, {"streams", names}});
   auto [report, threw] =
-      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, named);
+      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, repair.named);
   report.pass_id = pass_id;
   report.trigger = Trigger::kRepair;
   report.mode = ApplyMode::kApply;
   if (metrics_ != nullptr) metrics_->RecordRepair(report);
-  lock.lock();
+}
+
+void Loop::FinishRepairLocked(uint64_t pass_id) {
   running_pass_ = false;
   finished_ = pass_id;
   heartbeat_ = Clock::now();
@@ -465,7 +474,7 @@ void Loop::RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock) {
 }
 
 uint64_t Loop::advisories_ignored() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return advisories_ignored_;
 }
 
@@ -513,13 +522,17 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
 }
 
 void Loop::Run(PassRunner& runner) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   while (!stopping_) {
     auto now = Clock::now();
     heartbeat_ = now;
     std::optional<Trigger> trigger = TakeDueLocked(now);
     if (!trigger && RepairDueLocked(now)) {
-      RunRepair(runner, lock);
+      const Repair repair = BeginRepairLocked();
+      lock.Unlock();
+      RunRepair(runner, repair);
+      lock.Lock();
+      FinishRepairLocked(repair.pass_id);
       continue;
     }
     if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
@@ -528,7 +541,7 @@ void Loop::Run(PassRunner& runner) {
           ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
       const bool step_down = participation == LeaseParticipation::kStepDown && !stepped_down_;
       if (participation == LeaseParticipation::kStepDown) stepped_down_ = true;
-      lock.unlock();
+      lock.Unlock();
       LeaseChange change = LeaseChange::kNone;
       if (participation == LeaseParticipation::kTakePart) {
         change = RunLeaseRoundGuarded(runner, metrics_);
@@ -540,7 +553,7 @@ void Loop::Run(PassRunner& runner) {
         ReleaseLeaseGuarded(runner, metrics_);
       }
       UpdateLeaseHolder(runner, metrics_);
-      lock.lock();
+      lock.Lock();
       heartbeat_ = Clock::now();
       if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
       continue;
@@ -549,7 +562,7 @@ void Loop::Run(PassRunner& runner) {
       const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
       // A wake-up that is not due yet (an advisory within the floor) can still bring the next
       // due time forward: then wait again for that, not for the deadline computed before it.
-      wake_cv_.wait_until(lock, until, [&] {
+      wake_cv_.wait_until(lock.native(), until, [&]() REQUIRES(mutex_) {
         const auto at = Clock::now();
         return stopping_ || WakeDueLocked(at) || RepairDueLocked(at) || NextDueLocked() < until;
       });
@@ -565,7 +578,7 @@ void Loop::Run(PassRunner& runner) {
     const std::vector<std::string> previous_records_errors =
         last_report_ ? last_report_->records_errors : std::vector<std::string>();
     running_pass_ = true;
-    lock.unlock();
+    lock.Unlock();
 
     // The pass logs its own progress and result; this line says why and how it runs.
     Log(LogLevel::kInfo, pass_id, "pass scheduled",
@@ -599,7 +612,7 @@ void Loop::Run(PassRunner& runner) {
       metrics_->SetCertificateExpiry(expiry);
     }
     if (options_.lease_round.count() > 0) UpdateLeaseHolder(runner, metrics_);
-    lock.lock();
+    lock.Lock();
     running_pass_ = false;
     bus_connected_ = connected;
     now = Clock::now();
@@ -641,10 +654,10 @@ void Loop::Run(PassRunner& runner) {
   if (options_.lease_round.count() > 0) {
     // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
     // instead of leaving 1.5 intervals without repairs while the entry ages out.
-    lock.unlock();
+    lock.Unlock();
     ReleaseLeaseGuarded(runner, metrics_);
     UpdateLeaseHolder(runner, metrics_);
-    lock.lock();
+    lock.Lock();
   }
   exited_ = true;
   done_cv_.notify_all();

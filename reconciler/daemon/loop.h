@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "model/result.h"
+#include "model/thread_safety.h"
 #include "observers/bus.h"
 #include "reconciler/daemon/metrics.h"
 #include "reconciler/http/daemon_view.h"
@@ -201,62 +202,73 @@ class Loop {
   void Run(PassRunner& runner);
   // Under mutex_: picks the trigger of the next pass if one is due now, and consumes every
   // wake-up and due timer it serves.
-  std::optional<Trigger> TakeDueLocked(Clock::time_point now);
-  Clock::time_point NextDueLocked() const;
+  std::optional<Trigger> TakeDueLocked(Clock::time_point now) REQUIRES(mutex_);
+  Clock::time_point NextDueLocked() const REQUIRES(mutex_);
   // Whether a pending wake-up may be served now (an advisory alone waits for its floor).
-  bool WakeDueLocked(Clock::time_point now) const;
-  std::optional<Clock::time_point> AdvisoryFloorLocked() const;
-  bool HeldLocked(Clock::time_point now) const;
-  std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter);
+  bool WakeDueLocked(Clock::time_point now) const REQUIRES(mutex_);
+  std::optional<Clock::time_point> AdvisoryFloorLocked() const REQUIRES(mutex_);
+  bool HeldLocked(Clock::time_point now) const REQUIRES(mutex_);
+  std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter)
+      REQUIRES(mutex_);
   // Whether a kRepair pass is due now: streams named, no full pass due, not held, and a full
   // pass has finished (it knows the streams before their deletion: WaitForRemovedStores).
-  bool RepairDueLocked(Clock::time_point now) const;
-  void RunRepair(PassRunner& runner, std::unique_lock<std::mutex>& lock);
-  void NoteUsersFileLocked(const PassReport& report);
+  bool RepairDueLocked(Clock::time_point now) const REQUIRES(mutex_);
+  // A kRepair pass in three steps: taken under mutex_, run without it, finished under it.
+  struct Repair {
+    uint64_t pass_id = 0;
+    std::set<StreamName> named;
+  };
+  Repair BeginRepairLocked() REQUIRES(mutex_);
+  void RunRepair(PassRunner& runner, const Repair& repair) EXCLUDES(mutex_);
+  void FinishRepairLocked(uint64_t pass_id) REQUIRES(mutex_);
+  void NoteUsersFileLocked(const PassReport& report) REQUIRES(mutex_);
 
   const LoopOptions options_;
   Metrics* const metrics_;
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_cv_;  // the reconcile thread waits on it
-  std::condition_variable done_cv_;  // RequestPass and Stop wait on it
-  uint32_t pending_ = 0;             // bit per Trigger: wake-ups not yet served
-  bool stopping_ = false;
-  bool exited_ = false;
-  bool running_pass_ = false;
-  uint64_t started_ = 0;
-  uint64_t finished_ = 0;
-  Clock::time_point next_periodic_{};
-  Clock::time_point next_lease_round_{};  // when lease_round > 0
+  mutable Mutex mutex_;
+  std::condition_variable wake_cv_;          // the reconcile thread waits on it
+  std::condition_variable done_cv_;          // RequestPass and Stop wait on it
+  uint32_t pending_ GUARDED_BY(mutex_) = 0;  // bit per Trigger: wake-ups not yet served
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool exited_ GUARDED_BY(mutex_) = false;
+  bool running_pass_ GUARDED_BY(mutex_) = false;
+  uint64_t started_ GUARDED_BY(mutex_) = 0;
+  uint64_t finished_ GUARDED_BY(mutex_) = 0;
+  Clock::time_point next_periodic_ GUARDED_BY(mutex_){};
+  Clock::time_point next_lease_round_ GUARDED_BY(mutex_){};  // when lease_round > 0
   // When a pass last got past observation (the lease's renewal policy); stepped_down_: the
   // lease was released for want of one, and is not released again until one does.
-  std::optional<Clock::time_point> last_able_;
-  LastPass last_pass_ = LastPass::kStoppedBeforePlan;
-  bool stepped_down_ = false;
-  std::optional<Clock::time_point> retry_at_;
-  int consecutive_failures_ = 0;
-  std::optional<Clock::time_point> hold_until_;
-  int64_t hold_until_unix_ms_ = 0;
-  HoldRequest hold_request_;          // the holder's, while hold_until_ is set
-  bool hold_expiry_pending_ = false;  // a pass is owed when the hold expires
-  Clock::time_point heartbeat_{};
-  bool bus_connected_ = false;
-  std::shared_ptr<const AdvisoryScope> advisory_scope_;  // from the last pass that observed
-  std::optional<Clock::time_point> last_advisory_pass_;  // start of the last advisory-woken pass
-  std::set<StreamName> named_;  // streams advisories asked to repair, not yet served
-  uint64_t repairs_ = 0;        // kRepair passes run
-  uint64_t advisories_ignored_ = 0;
-  std::shared_ptr<const PassReport> last_report_;
+  std::optional<Clock::time_point> last_able_ GUARDED_BY(mutex_);
+  LastPass last_pass_ GUARDED_BY(mutex_) = LastPass::kStoppedBeforePlan;
+  bool stepped_down_ GUARDED_BY(mutex_) = false;
+  std::optional<Clock::time_point> retry_at_ GUARDED_BY(mutex_);
+  int consecutive_failures_ GUARDED_BY(mutex_) = 0;
+  std::optional<Clock::time_point> hold_until_ GUARDED_BY(mutex_);
+  int64_t hold_until_unix_ms_ GUARDED_BY(mutex_) = 0;
+  HoldRequest hold_request_ GUARDED_BY(mutex_);          // the holder's, while hold_until_ is set
+  bool hold_expiry_pending_ GUARDED_BY(mutex_) = false;  // a pass is owed when the hold expires
+  Clock::time_point heartbeat_ GUARDED_BY(mutex_){};
+  bool bus_connected_ GUARDED_BY(mutex_) = false;
+  std::shared_ptr<const AdvisoryScope> advisory_scope_
+      GUARDED_BY(mutex_);  // from the last pass that observed
+  std::optional<Clock::time_point> last_advisory_pass_
+      GUARDED_BY(mutex_);  // start of the last advisory-woken pass
+  std::set<StreamName> named_
+      GUARDED_BY(mutex_);                    // streams advisories asked to repair, not yet served
+  uint64_t repairs_ GUARDED_BY(mutex_) = 0;  // kRepair passes run
+  uint64_t advisories_ignored_ GUARDED_BY(mutex_) = 0;
+  std::shared_ptr<const PassReport> last_report_ GUARDED_BY(mutex_);
   // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
-  std::shared_ptr<const PassReport> last_failed_report_;
+  std::shared_ptr<const PassReport> last_failed_report_ GUARDED_BY(mutex_);
   // Why the last write of the users file failed; empty once a pass wrote it or found it as
   // rendered. Non-empty: /readyz is unready (the server may be running on stale credentials).
-  std::string users_file_failing_;
+  std::string users_file_failing_ GUARDED_BY(mutex_);
   // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
-  mutable std::shared_ptr<const std::string> last_report_json_;
-  std::vector<std::shared_ptr<Waiter>> waiters_;
-  std::mt19937_64 rng_;
-  std::thread thread_;
+  mutable std::shared_ptr<const std::string> last_report_json_ GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mutex_);
+  std::mt19937_64 rng_ GUARDED_BY(mutex_);
+  std::thread thread_;  // Start and Stop only (the owner's thread)
 };
 
 }  // namespace mesh::reconciler

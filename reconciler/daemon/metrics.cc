@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "model/thread_safety.h"
 #include "reconciler/daemon/process_metrics.h"
 
 namespace mesh::reconciler {
@@ -238,7 +239,7 @@ void Metrics::SetHeld(bool held) {
 
 void Metrics::SetCertificateExpiry(std::optional<int64_t> unix_seconds) {
   if (!unix_seconds) return;
-  std::lock_guard<std::mutex> lock(certificate_mutex_);
+  MutexLock lock(certificate_mutex_);
   if (!certificate_expiry_) {
     certificate_expiry_ =
         RegisterRenamed<prometheus::Gauge>(

@@ -53,6 +53,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/thread_safety.h"
 #include "reconciler/pass/pass.h"
 
 namespace mesh::reconciler {
@@ -176,9 +177,9 @@ class Metrics {
   Twin<prometheus::Gauge> credentials_pending_;
   // [ObjectKind][DriftState], created at construction so all 15 series are always present.
   std::array<std::array<Twin<prometheus::Gauge>, kDriftStates>, 3> drift_cells_{};
-  std::mutex certificate_mutex_;
+  Mutex certificate_mutex_;
   // Guarded; both created on the first known value.
-  std::optional<Twin<prometheus::Gauge>> certificate_expiry_;
+  std::optional<Twin<prometheus::Gauge>> certificate_expiry_ GUARDED_BY(certificate_mutex_);
 };
 
 }  // namespace mesh::reconciler

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/thread_safety.h"
 #include "reconciler/base/log.h"
 #include "reconciler/http/http_wire.h"
 
@@ -101,13 +102,13 @@ class Admissions {
  private:
   // The idle entry to evict for a newcomer, if any: with `client`, that address's entry idle
   // longest; without, the entry idle longest of the address holding the most entries.
-  std::optional<Slot> IdlestLocked(const std::string* client);
-  void EraseLocked(Slot slot);
+  std::optional<Slot> IdlestLocked(const std::string* client) REQUIRES(mutex_);
+  void EraseLocked(Slot slot) REQUIRES(mutex_);
 
   const HttpServerOptions& options_;
-  mutable std::mutex mutex_;
-  std::list<AdmissionEntry> entries_;                   // guarded by mutex_
-  std::unordered_map<std::string, size_t> per_client_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  std::list<AdmissionEntry> entries_ GUARDED_BY(mutex_);
+  std::unordered_map<std::string, size_t> per_client_ GUARDED_BY(mutex_);
 };
 
 // Under the mutex an entry's connection is alive (its destructor waits in Leave), so `raw` may
@@ -148,7 +149,7 @@ bool Admissions::Admit(const std::shared_ptr<Connection>& connection, const std:
                        std::optional<Slot>* slot) {
   std::shared_ptr<Connection> evicted;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     std::optional<Slot> victim;
     auto count = per_client_.find(client);
     if (count != per_client_.end() && count->second >= options_.max_connections_per_client) {
@@ -172,7 +173,7 @@ bool Admissions::Admit(const std::shared_ptr<Connection>& connection, const std:
 }
 
 void Admissions::Leave(std::optional<Slot>* slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (*slot) EraseLocked(**slot);
 }
 

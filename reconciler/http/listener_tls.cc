@@ -10,6 +10,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <cstring>
 
+#include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "reconciler/base/log.h"
 
@@ -121,6 +122,7 @@ ListenerTls::FileStamp ListenerTls::StampOf(const std::string& path) {
 Result<std::shared_ptr<ListenerTls>> ListenerTls::Load(std::string cert_file,
                                                        std::string key_file) {
   std::shared_ptr<ListenerTls> tls(new ListenerTls(std::move(cert_file), std::move(key_file)));
+  MutexLock lock(tls->mutex_);  // not yet shared: taken for the analysis, never contended
   // Stamped before reading: a change made while loading is seen at the next connection.
   tls->cert_stamp_ = StampOf(tls->cert_file_);
   tls->key_stamp_ = StampOf(tls->key_file_);
@@ -133,7 +135,7 @@ Result<std::shared_ptr<ListenerTls>> ListenerTls::Load(std::string cert_file,
 }
 
 std::shared_ptr<boost::asio::ssl::context> ListenerTls::Current() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const FileStamp cert_stamp = StampOf(cert_file_);
   const FileStamp key_stamp = StampOf(key_file_);
   if (cert_stamp == cert_stamp_ && key_stamp == key_stamp_) return context_;
@@ -153,7 +155,7 @@ std::shared_ptr<boost::asio::ssl::context> ListenerTls::Current() {
 }
 
 observers::CertificateFacts ListenerTls::certificate() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return certificate_;
 }
 

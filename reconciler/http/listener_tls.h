@@ -25,6 +25,7 @@
 #include <string>
 
 #include "model/result.h"
+#include "model/thread_safety.h"
 #include "observers/certificate.h"
 
 namespace boost::asio::ssl {
@@ -63,11 +64,11 @@ class ListenerTls {
 
   const std::string cert_file_;
   const std::string key_file_;
-  mutable std::mutex mutex_;
-  std::shared_ptr<boost::asio::ssl::context> context_;
-  observers::CertificateFacts certificate_;
-  FileStamp cert_stamp_;  // of the last load attempt
-  FileStamp key_stamp_;
+  mutable Mutex mutex_;
+  std::shared_ptr<boost::asio::ssl::context> context_ GUARDED_BY(mutex_);
+  observers::CertificateFacts certificate_ GUARDED_BY(mutex_);
+  FileStamp cert_stamp_ GUARDED_BY(mutex_);  // of the last load attempt
+  FileStamp key_stamp_ GUARDED_BY(mutex_);
 };
 
 }  // namespace mesh::reconciler

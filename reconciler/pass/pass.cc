@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "model/thread_safety.h"
 #include "model/users_file.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
@@ -61,12 +62,13 @@ class DeletionClock {
     size_t consumers = 0;  // consumer deletions in the burst
   };
   void SetScope(std::shared_ptr<const AdvisoryScope> scope) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     scope_ = std::move(scope);
-    std::erase_if(bursts_, [&](const auto& entry) { return !InScope(entry.first); });
+    std::erase_if(bursts_,
+                  [&](const auto& entry) REQUIRES(mutex_) { return !InScope(entry.first); });
   }
   void Note(const DeletionAdvisory& advisory, Clock::time_point at) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!InScope(advisory.stream)) return;
     auto it = bursts_.find(advisory.stream);
     if (it == bursts_.end()) {
@@ -83,7 +85,7 @@ class DeletionClock {
     if (advisory.consumer) ++it->second.consumers;
   }
   std::optional<Burst> Last(std::string_view stream) const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = bursts_.find(stream);
     if (it == bursts_.end()) return std::nullopt;
     return it->second;
@@ -91,12 +93,12 @@ class DeletionClock {
 
  private:
   static constexpr size_t kMaxTracked = 1024;
-  bool InScope(std::string_view stream) const {
+  bool InScope(std::string_view stream) const REQUIRES(mutex_) {
     return scope_ == nullptr || scope_->streams.count(stream) != 0;
   }
-  mutable std::mutex mutex_;
-  std::shared_ptr<const AdvisoryScope> scope_;        // guarded by mutex_; null before a pass
-  std::map<std::string, Burst, std::less<>> bursts_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  std::shared_ptr<const AdvisoryScope> scope_ GUARDED_BY(mutex_);  // null before a pass
+  std::map<std::string, Burst, std::less<>> bursts_ GUARDED_BY(mutex_);
 };
 
 // Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
