@@ -406,8 +406,10 @@ void Loop::NoteUsersFileLocked(const PassReport& report) {
       return;
     }
   }
+  // While passwords are still being hashed the pass leaves the users file alone (it has no
+  // full rendering to compare it with): that is not the file found as rendered.
   const bool found_as_rendered =
-      report.status.ok() && report.mode == ApplyMode::kApply &&
+      report.status.ok() && report.mode == ApplyMode::kApply && report.credentials_pending == 0 &&
       std::none_of(report.remaining.begin(), report.remaining.end(),
                    [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
   if (written || found_as_rendered) users_file_failing_.clear();

@@ -308,6 +308,37 @@ TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
 }
 
+// The passes that run while passwords are still being hashed leave the users file alone (it
+// is not compared with a rendering yet): that is not the file found as rendered, and /readyz
+// stays unready. Before, such a pass cleared the failed write, and /readyz said ready although
+// no write had ever succeeded (seen in a full run, where hashing at nice 19 was slow).
+TEST_CASE(
+    "A pass while passwords are still being hashed keeps /readyz unready after a failed write",
+    "[faults][integration][daemon][server]") {
+  const std::string blocked_dir = mesh::testing::MakeTempDir("mesh-heal") + "/blocked";
+  mesh::testing::WriteFile(blocked_dir, "not a folder\n");
+  // Cost 15: each password takes seconds, so the passes below run while hashing is
+  // still under way.
+  HealFixture f({"--bcrypt-cost", "15"}, ExampleRecordsJson(), blocked_dir + "/users.conf");
+  std::string last;
+  const bool unready = WaitFor(
+      [&] {
+        last = f.Readyz();
+        return last.rfind("503 users file not written", 0) == 0;
+      },
+      seconds(60));
+  INFO(last);
+  INFO(f.daemon->log());
+  REQUIRE(unready);
+  Result<PassReport> again = f.Reconcile();
+  REQUIRE(again.ok());
+  last = f.Readyz();
+  // The case under test: the hashing was still under way after that pass.
+  REQUIRE(f.Metric("mesh_reconciler_credentials_pending") > 0);
+  CHECK(last.rfind("503 users file not written", 0) == 0);
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
 TEST_CASE("While the users file cannot be written /readyz is unready, and ready once it is",
           "[faults][integration][daemon][server]") {
   // The folder of the users file is a regular file: every write fails (ENOTDIR), as root too.
