@@ -121,7 +121,8 @@ enum class Needs { kRecords, kNoRecords };
 
 // Checks the arguments (exactly `names` positional names, each a subject token) and the flags,
 // and loads the password. Returns an exit code when the command cannot go on.
-std::optional<int> Prepare(Settings& settings, const char* command, size_t names, Needs needs) {
+std::optional<int> CheckBusCommand(Settings& settings, const char* command, size_t names,
+                                   Needs needs) {
   if (settings.positional.size() != names) {
     return CommandUsage(command, names == 1 ? "expected one stream name"
                                             : "expected the stream's name and the consumer's");
@@ -328,7 +329,7 @@ const char* const kDeleteConsumerHelp = kDeleteConsumerHelpText.data();
 
 int RunShowStream(Settings& settings) {
   constexpr const char* kCommand = "show-stream";
-  if (auto exit = Prepare(settings, kCommand, 1, Needs::kNoRecords)) return *exit;
+  if (auto exit = CheckBusCommand(settings, kCommand, 1, Needs::kNoRecords)) return *exit;
   const std::string& name = settings.positional[0];
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
   auto bus = Connect(settings);
@@ -350,7 +351,7 @@ int RunShowStream(Settings& settings) {
 
 int RunShowConsumer(Settings& settings) {
   constexpr const char* kCommand = "show-consumer";
-  if (auto exit = Prepare(settings, kCommand, 2, Needs::kNoRecords)) return *exit;
+  if (auto exit = CheckBusCommand(settings, kCommand, 2, Needs::kNoRecords)) return *exit;
   const std::string& stream = settings.positional[0];
   const std::string& name = settings.positional[1];
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
@@ -386,7 +387,7 @@ namespace {
 // Returns the exit code to stop with, or nullopt with the connection ready.
 std::optional<int> BeforeDelete(Settings& settings, const char* command, size_t names,
                                 std::unique_ptr<observers::BusConnection>& bus) {
-  if (auto exit = Prepare(settings, command, names, Needs::kRecords)) return exit;
+  if (auto exit = CheckBusCommand(settings, command, names, Needs::kRecords)) return exit;
   if (settings.confirm != Confirm::kYes) {
     return CommandUsage(command, names == 1
                                      ? "this deletes the stream and every message in it; add --yes"

@@ -54,7 +54,7 @@ invalid, bus unreachable, server not ready), 64 usage error.
 
 // Checks the flags a local pass needs and loads the secrets. Returns an exit code when the
 // command cannot go on.
-std::optional<int> Prepare(Settings& settings, const char* command) {
+std::optional<int> CheckPassCommand(Settings& settings, const char* command) {
   if (settings.records_path.empty() && settings.positional.size() == 1) {
     settings.records_path = settings.positional.front();
     settings.positional.clear();
@@ -90,7 +90,7 @@ const char* const kPlanHelp = kPlanHelpText.data();
 const char* const kReconcileHelp = kReconcileHelpText.data();
 
 int RunPlan(Settings& settings) {
-  if (auto exit = Prepare(settings, "plan")) return *exit;
+  if (auto exit = CheckPassCommand(settings, "plan")) return *exit;
   Reconciler reconciler(settings);
   PassReport report = reconciler.RunPass(kCliPassId, Trigger::kOnce, ApplyMode::kObserveOnly);
   Print(report, settings, "plan");
@@ -106,7 +106,7 @@ int RunReconcile(Settings& settings) {
                  "running daemon)\n(see mesh-reconciler reconcile --help)\n");
     return kExitUsage;
   }
-  if (auto exit = Prepare(settings, "reconcile")) return *exit;
+  if (auto exit = CheckPassCommand(settings, "reconcile")) return *exit;
   Reconciler reconciler(settings);
   PassReport report = reconciler.RunPass(kCliPassId, Trigger::kOnce, ApplyMode::kApply);
   Print(report, settings, "reconcile");

@@ -257,7 +257,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     HttpReply reply;
     reply.status = 400;
     reply.body = "this listener speaks HTTPS: use https://\n";
-    Prepare(reply, 11, Persist::kClose);
+    BuildResponse(reply, 11, Persist::kClose);
     Tcp().expires_after(shared_->options.write_timeout);
     http::async_write(Tcp(), *response_,
                       [self = this->shared_from_this()](beast::error_code ec, size_t) {
@@ -306,7 +306,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     Write(reply, message.version(), message.keep_alive() ? Persist::kKeepAlive : Persist::kClose);
   }
 
-  void Prepare(const HttpReply& reply, unsigned version, Persist persist) {
+  void BuildResponse(const HttpReply& reply, unsigned version, Persist persist) {
     response_.emplace(static_cast<http::status>(reply.status), version);
     response_->set(http::field::server, "mesh-reconciler");
     response_->set(http::field::content_type, reply.content_type);
@@ -317,7 +317,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void Write(const HttpReply& reply, unsigned version, Persist persist) {
-    Prepare(reply, version, persist);
+    BuildResponse(reply, version, persist);
     Tcp().expires_after(shared_->options.write_timeout);
     http::async_write(
         stream_, *response_,

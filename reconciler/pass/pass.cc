@@ -179,7 +179,7 @@ struct Reconciler::Impl {
 
   // Each step fills `report` and returns false (or an error) when the pass cannot go on.
   bool LoadRecordsFile(PassReport& report);
-  bool Prepare(PassReport& report);
+  bool DeriveAndRender(PassReport& report);
   bool Render(PassReport& report);
   // Renders inline, hashing whatever is needed; the hasher must be here (not in a job).
   bool RenderInline(PassReport& report, const std::string& existing);
@@ -271,7 +271,7 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
   return true;
 }
 
-bool Reconciler::Impl::Prepare(PassReport& report) {
+bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
   if (!LoadRecordsFile(report)) return false;
   if (!derived_from || !(*derived_from == *last_valid)) {
     desired = model::Derive(*last_valid, OwnIdentity(settings));
@@ -596,7 +596,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   if (lease) report.lease.role = LeaseRole::kUnknown;
   requests_before = bus ? bus->requests_sent() : 0;
-  if (!Prepare(report)) {
+  if (!DeriveAndRender(report)) {
     Finish(report, started);
     return report;
   }
