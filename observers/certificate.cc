@@ -1,5 +1,6 @@
 #include "observers/certificate.h"
 
+#include <date/date.h>
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -75,12 +76,7 @@ Validity ValidityAt(const CertificateFacts& facts, int64_t now_unix) {
 }
 
 std::string FormatUnixTime(int64_t unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  if (gmtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+  return date::format("%FT%TZ", date::sys_seconds(std::chrono::seconds(unix_seconds)));
 }
 
 }  // namespace mesh::observers

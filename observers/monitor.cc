@@ -1,5 +1,6 @@
 #include "observers/monitor.h"
 
+#include <date/date.h>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <rapidjson/document.h>
@@ -117,16 +118,6 @@ std::optional<rapidjson::Document> ParseObject(const std::string& body) {
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
   return doc;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 // Reads exactly `digits` decimal digits at `pos`; nullopt otherwise.
@@ -428,10 +419,13 @@ int64_t ParseRfc3339Nanos(const std::string& text) {
       text[16] != ':') {
     return 0;
   }
-  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 ||
-      *second > 60) {
-    return 0;
-  }
+  // The calendar is Howard Hinnant's date (February 30th is not a day); the fields are read
+  // here, not by date::parse, which takes an empty fraction and refuses more than nine digits
+  // where RFC 3339 asks for one digit or more, any number.
+  const date::year_month_day civil{date::year{static_cast<int>(*year)},
+                                   date::month{static_cast<unsigned>(*month)},
+                                   date::day{static_cast<unsigned>(*day)}};
+  if (!civil.ok() || *hour > 23 || *minute > 59 || *second > 60) return 0;
   size_t pos = 19;
   int64_t nanos = 0;
   if (pos < text.size() && text[pos] == '.') {
@@ -460,8 +454,8 @@ int64_t ParseRfc3339Nanos(const std::string& text) {
     return 0;
   }
   if (pos != text.size()) return 0;
-  const int64_t seconds = DaysFromCivil(*year, *month, *day) * 86400 + *hour * 3600 + *minute * 60 +
-                          *second - offset_seconds;
+  const int64_t days = date::sys_days(civil).time_since_epoch().count();
+  const int64_t seconds = days * 86400 + *hour * 3600 + *minute * 60 + *second - offset_seconds;
   return seconds * 1'000'000'000 + nanos;
 }
 

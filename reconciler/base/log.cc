@@ -1,11 +1,12 @@
 #include "reconciler/base/log.h"
 
+#include <date/date.h>
+
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <mutex>
 
 #include "model/thread_safety.h"
@@ -115,14 +116,8 @@ LogValue::LogValue(double value) : type_(Type::kNumber) {
 }
 
 std::string FormatRfc3339Millis(int64_t unix_ms) {
-  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(unix_ms % 1000));
-  return buf;
+  return date::format(
+      "%FT%TZ", date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(unix_ms)));
 }
 
 void ConfigureLogging(LogLevel min_level, LogFormat format) {

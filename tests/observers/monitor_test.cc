@@ -27,6 +27,7 @@ TEST_CASE("ParseRfc3339Nanos reads UTC, offsets and any fraction", "[observers]"
   CHECK(ParseRfc3339Nanos("2000-02-29T23:59:59.5Z") == 951868799'500'000'000);
   CHECK(ParseRfc3339Nanos("2000-02-29T23:59:59.1234567891Z") == 951868799'123'456'789);
   CHECK(ParseRfc3339Nanos("1969-12-31T23:00:00Z") == -3600'000'000'000);
+  CHECK(ParseRfc3339Nanos("2024-02-29T00:00:00Z") == 1709164800'000'000'000);  // a leap day
 }
 
 TEST_CASE("ParseRfc3339Nanos gives 0 for what is not RFC 3339", "[observers]") {
@@ -35,6 +36,9 @@ TEST_CASE("ParseRfc3339Nanos gives 0 for what is not RFC 3339", "[observers]") {
   CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30") == 0);    // no zone
   CHECK(ParseRfc3339Nanos("2026-11-29 10:55:30Z") == 0);   // no T
   CHECK(ParseRfc3339Nanos("2026-13-29T10:55:30Z") == 0);   // month 13
+  CHECK(ParseRfc3339Nanos("2026-02-30T10:55:30Z") == 0);   // February 30th
+  CHECK(ParseRfc3339Nanos("2025-02-29T10:55:30Z") == 0);   // not a leap year
+  CHECK(ParseRfc3339Nanos("2026-04-31T10:55:30Z") == 0);   // April 31st
   CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30.Z") == 0);  // empty fraction
   CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30Zjunk") == 0);
   CHECK(ParseRfc3339Nanos("2026-11-29T10:55:30+0100") == 0);

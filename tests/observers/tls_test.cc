@@ -172,6 +172,12 @@ struct PinAndTrustedImpostor {
   EnvOverride system_store;
 };
 
+TEST_CASE("A certificate's times are written as RFC 3339 in UTC", "[tls]") {
+  CHECK(FormatUnixTime(0) == "1970-01-01T00:00:00Z");
+  CHECK(FormatUnixTime(1795949730) == "2026-11-29T10:55:30Z");
+  CHECK(FormatUnixTime(-1) == "1969-12-31T23:59:59Z");
+}
+
 TEST_CASE("Certificate facts: the openssl-style SHA-256 fingerprint and the validity window",
           "[observers][tls]") {
   TempDir dir("mesh-tls");

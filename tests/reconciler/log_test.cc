@@ -27,6 +27,13 @@ rapidjson::Document ParseLine(const std::string& line) {
   return doc;
 }
 
+TEST_CASE("log times are RFC 3339 in UTC with milliseconds, before 1970 too", "[log]") {
+  CHECK(FormatRfc3339Millis(0) == "1970-01-01T00:00:00.000Z");
+  CHECK(FormatRfc3339Millis(1795949730123) == "2026-11-29T10:55:30.123Z");
+  CHECK(FormatRfc3339Millis(1709164800000) == "2024-02-29T00:00:00.000Z");
+  CHECK(FormatRfc3339Millis(-1) == "1969-12-31T23:59:59.999Z");
+}
+
 TEST_CASE("a JSON log line keeps numbers and booleans as JSON numbers and booleans", "[log]") {
   const size_t drift = 0;
   const int failed = 2;
