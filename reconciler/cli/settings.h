@@ -4,6 +4,15 @@
 // the password from MESH_RECONCILER_PASSWORD or --password-file, the bus certificate from
 // MESH_BROKER_CERTIFICATE.
 //
+// Why a table of our own and not CLI11 (Debian 12's libcli11-dev 2.1.2), which has flags with an
+// environment fallback: CLI11 reads the process environment itself (std::getenv in
+// App::_process_env), where ParseSettings reads it through the `getenv` it is given, so that
+// the tests parse any environment without touching the process's; and CLI11 takes a variable
+// set to the empty string for one not set, where a MESH_RECONCILER_BUS= left empty in a pod spec
+// must be an error ("--bus: no URL given"), not the default. The help texts are ours either way
+// (each command's usage, the man page through help2man), and the values are checked by the same
+// functions, so CLI11 would replace the loop over the arguments only.
+//
 // Thread-safety: plain values. ParseSettings reads the environment through `getenv`.
 #pragma once
 

@@ -44,6 +44,19 @@ TEST_CASE("users scope, lease and prune come from the flags or the environment",
   CHECK(wins->users_scope == model::UsersScope::kServer);
 }
 
+// A variable set to the empty string is a value (what a pod spec with a missing value gives),
+// not an absence that falls back to the default: the flag says what is wrong with it.
+TEST_CASE("An environment variable set to the empty string is read, not taken for unset",
+          "[settings]") {
+  auto bus = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_BUS", ""}}));
+  REQUIRE_FALSE(bus.ok());
+  CHECK(bus.status().message().find("MESH_RECONCILER_BUS: --bus: no URL given") !=
+        std::string::npos);
+  auto records = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_RECORDS", ""}}));
+  REQUIRE(records.ok());
+  CHECK(records->records_path.empty());
+}
+
 // A deletion's confirmation is typed each time: MESH_RECONCILER_YES left in a shell or a pod
 // spec must not confirm every later delete-stream.
 TEST_CASE("A deletion's --yes comes from the command line only, never the environment",
