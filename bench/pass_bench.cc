@@ -23,6 +23,7 @@
 #include "model/desired.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
+#include "reconciler/apply/encode.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/pass.h"
 #include "tests/support/nats_server.h"
@@ -169,11 +170,11 @@ int64_t SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredSta
   std::vector<ApiRequest> requests;
   for (const auto& s : desired.streams) {
     requests.push_back(
-        {"$JS.API.STREAM.CREATE." + s.name.str(), mesh::observers::EncodeStreamConfig(s)});
+        {"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)});
   }
   for (const auto& c : desired.consumers) {
     requests.push_back({"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
-                        mesh::observers::EncodeConsumerCreate(c)});
+                        mesh::reconciler::EncodeConsumerCreate(c)});
   }
   for (const ApiRequest& request : requests) {
     RequireAnswered({request}, {bus.Request(request)});

@@ -31,6 +31,7 @@
 #include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
+#include "reconciler/apply/encode.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/support/nats_server.h"
@@ -94,12 +95,12 @@ void PerObjectInfoLoop(BusConnection& bus, const mesh::model::DesiredState& desi
 // The naive peer after a wipe: creates every stream, then every consumer, one at a time.
 void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
   for (const auto& s : desired.streams) {
-    ApiRequest r{"$JS.API.STREAM.CREATE." + s.name.str(), mesh::observers::EncodeStreamConfig(s)};
+    ApiRequest r{"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)};
     RequireOk(r, bus.Request(r));
   }
   for (const auto& c : desired.consumers) {
     ApiRequest r{"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
-                 mesh::observers::EncodeConsumerCreate(c)};
+                 mesh::reconciler::EncodeConsumerCreate(c)};
     RequireOk(r, bus.Request(r));
   }
 }

@@ -37,6 +37,7 @@
 #include "observers/regular_file.h"
 #include "observers/server_version.h"
 #include "observers/unique_fd.h"
+#include "reconciler/apply/encode.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -90,16 +91,15 @@ std::string ConsumerSubject(ConsumerApi api, const model::ConsumerSpec& spec) {
 
 // The subject and body of one JetStream API action.
 observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
-  using observers::ConsumerRequest;
   observers::ApiRequest request;
   switch (action.kind) {
     case ActionKind::kCreateStream:
       request.subject = std::string(kApiPrefix) + "STREAM.CREATE." + action.stream->name.str();
-      request.payload = observers::EncodeStreamConfig(*action.stream);
+      request.payload = EncodeStreamConfig(*action.stream);
       break;
     case ActionKind::kUpdateStream:
       request.subject = std::string(kApiPrefix) + "STREAM.UPDATE." + action.stream->name.str();
-      request.payload = observers::EncodeStreamUpdate(*action.stream, action.observed_config);
+      request.payload = EncodeStreamUpdate(*action.stream, action.observed_config);
       break;
     case ActionKind::kDeleteStream:
       request.subject = std::string(kApiPrefix) + "STREAM.DELETE." + action.target_stream.str();
@@ -108,14 +108,14 @@ observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
       // With actions, a create never overwrites what another writer made meanwhile (10148);
       // 2.9 applies a durable create with a changed configuration as an update.
       request.subject = ConsumerSubject(api, *action.consumer);
-      request.payload = observers::EncodeConsumerCreate(
-          *action.consumer,
-          api == ConsumerApi::kActions ? ConsumerRequest::kCreate : ConsumerRequest::kLegacy);
+      request.payload = EncodeConsumerCreate(*action.consumer, api == ConsumerApi::kActions
+                                                                   ? ConsumerRequest::kCreate
+                                                                   : ConsumerRequest::kLegacy);
       break;
     case ActionKind::kUpdateConsumer:
       // With actions, an update never recreates a consumer deleted meanwhile (10149).
       request.subject = ConsumerSubject(api, *action.consumer);
-      request.payload = observers::EncodeConsumerUpdate(
+      request.payload = EncodeConsumerUpdate(
           *action.consumer, action.observed_config,
           api == ConsumerApi::kActions ? ConsumerRequest::kUpdate : ConsumerRequest::kLegacy);
       break;

@@ -10,12 +10,21 @@
 #include "model/desired.h"
 #include "model/records.h"
 #include "observers/monitor.h"
+#include "reconciler/apply/encode.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::observers {
 namespace {
+
+// The request encoders are apply's (reconciler/apply/encode.h); these tests read back what
+// they write.
+using reconciler::ConsumerRequest;
+using reconciler::EncodeConsumerCreate;
+using reconciler::EncodeConsumerUpdate;
+using reconciler::EncodeStreamConfig;
+using reconciler::EncodeStreamUpdate;
 
 using model::AckPolicy;
 using model::ConsumerSpec;

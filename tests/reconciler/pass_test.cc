@@ -17,6 +17,7 @@
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/users_file.h"
+#include "reconciler/apply/encode.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
 
@@ -480,7 +481,7 @@ TEST_CASE("streams and consumers deleted or changed out of band are restored",
     model::StreamSpec changed = events;
     changed.subjects = {"mesh.evt.>", "other.evt.>"};
     changed.max_age_ns = 3600 * model::kNanosPerSecond;
-    op.Call("STREAM.UPDATE.EVENTS", observers::EncodeStreamConfig(changed));
+    op.Call("STREAM.UPDATE.EVENTS", EncodeStreamConfig(changed));
     PassReport report = f.Pass();
     INFO(Describe(report));
     REQUIRE(report.plan.drift.size() == 1);
@@ -495,7 +496,7 @@ TEST_CASE("streams and consumers deleted or changed out of band are restored",
     op.Call("STREAM.DELETE.EVENTS");
     model::StreamSpec memory = events;
     memory.storage = model::Storage::kMemory;
-    op.Call("STREAM.CREATE.EVENTS", observers::EncodeStreamConfig(memory));
+    op.Call("STREAM.CREATE.EVENTS", EncodeStreamConfig(memory));
     op.Call("CONSUMER.DELETE.DECL.decl_node-b");
     PassReport report = f.Pass();
     INFO(Describe(report));
@@ -592,7 +593,7 @@ TEST_CASE("a stream's consumer limit: what fits is created, the rest reported, n
   for (const auto& c : f.desired.consumers) on_decl += c.stream.str() == "DECL" ? 1 : 0;
   REQUIRE(on_decl >= 2);
   Operator op(f.mesh.PassSettings());
-  std::string config = observers::EncodeStreamConfig(decl);
+  std::string config = EncodeStreamConfig(decl);
   config.insert(1, "\"max_consumers\":" + std::to_string(on_decl - 1) + ",");
   op.Call("STREAM.CREATE.DECL", config);
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "observers/jetstream.h"
+#include "reconciler/apply/encode.h"
 #include "reconciler/cli/settings.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
@@ -120,9 +121,8 @@ TEST_CASE("plan and reconcile --once: exit codes and what they print",
     }
     memory.storage = model::Storage::kMemory;
     REQUIRE((*bus)->Request({"$JS.API.STREAM.DELETE.DECL", ""}).status.ok());
-    REQUIRE((*bus)
-                ->Request({"$JS.API.STREAM.CREATE.DECL", observers::EncodeStreamConfig(memory)})
-                .status.ok());
+    REQUIRE(
+        (*bus)->Request({"$JS.API.STREAM.CREATE.DECL", EncodeStreamConfig(memory)}).status.ok());
     Run stuck = RunBinary("reconcile --once " + flags);
     CHECK(stuck.exit_code == 2);
     CHECK(HasLine(stuck.out, {"stream", "DECL", "differs", "report_only",
