@@ -407,9 +407,11 @@ void Loop::NoteUsersFileLocked(const PassReport& report) {
     }
   }
   // While passwords are still being hashed the pass leaves the users file alone (it has no
-  // full rendering to compare it with): that is not the file found as rendered.
+  // full rendering to compare it with): that is not the file found as rendered. (The pass says
+  // so itself: its count of pending passwords reaches 0 a moment before the job is collected.)
   const bool found_as_rendered =
-      report.status.ok() && report.mode == ApplyMode::kApply && report.credentials_pending == 0 &&
+      report.status.ok() && report.mode == ApplyMode::kApply &&
+      report.users_file_check == UsersFileCheck::kCompared &&
       std::none_of(report.remaining.begin(), report.remaining.end(),
                    [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
   if (written || found_as_rendered) users_file_failing_.clear();

@@ -642,6 +642,10 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   const PlanOptions options{
       settings.prune, users_state == UsersFile::kPending ? std::string() : settings.users_file,
       static_cast<int64_t>(geteuid())};
+  if (!settings.users_file.empty()) {
+    report.users_file_check =
+        users_state == UsersFile::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
+  }
   // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
   // pod beside the daemon, it must not move the lease away from (or onto) anyone.
   const bool planning = trigger == Trigger::kOnce && mode == ApplyMode::kObserveOnly;

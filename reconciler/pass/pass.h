@@ -49,6 +49,11 @@ const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metri
 // Whether the server could answer for its JetStream state when the pass observed it.
 enum class ServerReadiness { kReady, kNotReady };
 
+// What the pass did with the users file: compared it with a rendering (and planned what
+// differs), or left it alone because passwords were still being hashed on the background
+// threads (no rendering yet), or none is managed (no --users-file, or the pass stopped first).
+enum class UsersFileCheck { kNone, kCompared, kLeftAlone };
+
 struct PassReport {
   uint64_t pass_id = 0;
   Trigger trigger = Trigger::kOnce;
@@ -83,6 +88,7 @@ struct PassReport {
   // the users file is left as it is (or given the reconciler's own entry first), and JetStream
   // is repaired all the same.
   int64_t credentials_pending = 0;
+  UsersFileCheck users_file_check = UsersFileCheck::kNone;
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
   // its lease round.
   LeaseState lease;

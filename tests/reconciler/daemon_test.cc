@@ -366,6 +366,15 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
   // The server's store is empty (a fresh server): every stream and consumer is missing.
   DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"});
   f.WaitConverged();
+  // A pass that runs while the hashing is under way leaves the users file alone and reports
+  // converged; the file is rewritten by the pass the finished hashing wakes.
+  REQUIRE(mesh::testing::WaitFor(
+      [&] {
+        return f.Metric("mesh_reconciler_credentials_pending") == 0 &&
+               mesh::testing::ReadFile(f.mesh_.server->users_file()).find("$2b$04$") ==
+                   std::string::npos;
+      },
+      seconds(60)));
   const std::string log = f.daemon_->log();
   INFO(log);
   // The first pass started the hashing and still created every stream and consumer.
