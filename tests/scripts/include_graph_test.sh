@@ -19,16 +19,18 @@ test_lib_init include_graph_test
 declare -A folder_of=()    # layer name -> folder
 declare -A may_include=()  # folder -> folders
 read_layers() {
-  local name folder dependencies dependency
+  local name folder dependencies dependency lines
+  lines=$(sed -n -E 's/^mesh_layer\(([a-z_]+)[[:space:]]+([a-z_/]+)[[:space:]]*([a-z_ ]*)\)[[:space:]]*$/\1 \2 \3/p' CMakeLists.txt)
   while read -r name folder dependencies; do
     folder_of[$name]="$folder"
-  done < <(sed -n -E 's/^mesh_layer\(([a-z_]+)[[:space:]]+([a-z_/]+)[[:space:]]*([a-z_ ]*)\)[[:space:]]*$/\1 \2 \3/p' CMakeLists.txt)
+  done <<<"$lines"
+  # Dependencies are named by layer; a second reading, once every layer's folder is known.
   while read -r name folder dependencies; do
     may_include[$folder]=""
     for dependency in $dependencies; do
       may_include[$folder]+="${folder_of[$dependency]:-?$dependency} "
     done
-  done < <(sed -n -E 's/^mesh_layer\(([a-z_]+)[[:space:]]+([a-z_/]+)[[:space:]]*([a-z_ ]*)\)[[:space:]]*$/\1 \2 \3/p' CMakeLists.txt)
+  done <<<"$lines"
 }
 read_layers
 
