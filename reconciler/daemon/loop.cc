@@ -108,19 +108,6 @@ std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
 
 }  // namespace
 
-bool IsLifecycleAdvisory(std::string_view subject) {
-  if (subject.empty()) return true;
-  constexpr std::string_view kPrefixes[] = {
-      "$JS.EVENT.ADVISORY.STREAM.CREATED.",   "$JS.EVENT.ADVISORY.STREAM.DELETED.",
-      "$JS.EVENT.ADVISORY.STREAM.UPDATED.",   "$JS.EVENT.ADVISORY.CONSUMER.CREATED.",
-      "$JS.EVENT.ADVISORY.CONSUMER.DELETED.", "$JS.EVENT.ADVISORY.CONSUMER.UPDATED.",
-  };
-  for (std::string_view prefix : kPrefixes) {
-    if (subject.substr(0, prefix.size()) == prefix) return true;
-  }
-  return false;
-}
-
 std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options) {
   const int doublings = std::clamp(consecutive_failures - 1, 0, 30);
   return std::min(options.backoff_initial * (int64_t{1} << doublings), BackoffCap(options));

@@ -134,12 +134,6 @@ struct LoopOptions {
 // jitter: backoff_initial * 2^(n-1), at most min(backoff_cap, interval).
 std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options);
 
-// Whether an advisory subject says that a stream or consumer was created, deleted or updated
-// (or is empty: unknown, so assume it does). Others under $JS.EVENT.ADVISORY.STREAM.> and
-// .CONSUMER.> (MAX_DELIVERIES, MSG_TERMINATED, MSG_NAKED, LEADER_ELECTED, ...) follow message
-// traffic, not configuration: waking a pass for each would turn load into passes.
-bool IsLifecycleAdvisory(std::string_view subject);
-
 class Loop {
  public:
   // `metrics` may be null (tests of the schedule alone).
