@@ -243,13 +243,11 @@ void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStrea
   if (config == nullptr || !config->IsObject()) return;
   auto decoded = DecodeStream(*config);
   if (!decoded.ok()) return;
-  ObservedStream stream{std::move(decoded->spec), "", Compact(*config),
-                        std::move(decoded->problem)};
+  ObservedStream stream{std::move(decoded->spec), Compact(*config), std::move(decoded->problem)};
   stream.max_consumers = Int(*config, "max_consumers", -1);
   if (const rapidjson::Value* cluster = Member(item, "cluster");
       cluster != nullptr && cluster->IsObject()) {
     clustered = true;
-    stream.leader = String(*cluster, "leader");
     const rapidjson::Value* replicas = Member(*cluster, "replicas");
     const int peers = replicas != nullptr && replicas->IsArray() ? replicas->Size() : 0;
     cluster_size = std::max(cluster_size, 1 + peers);
@@ -415,7 +413,7 @@ Result<ObservedStream> DecodeObservedStream(std::string_view config_json) {
   if (!doc.ok()) return doc.status();
   auto decoded = DecodeStream(*doc);
   if (!decoded.ok()) return decoded.status();
-  return ObservedStream{std::move(decoded->spec), "", Compact(*doc), std::move(decoded->problem)};
+  return ObservedStream{std::move(decoded->spec), Compact(*doc), std::move(decoded->problem)};
 }
 
 Result<ObservedConsumer> DecodeObservedConsumer(std::string_view stream,

@@ -14,8 +14,6 @@ namespace mesh::observers {
 
 struct ObservedStream {
   model::StreamSpec config;  // normalised: subjects sorted, durations in ns, defaults explicit
-  // Cluster view, when the server is clustered: the leader and the replicas that are current.
-  std::string leader;
   // The server's whole "config" object as it answered (compact JSON): an update starts from
   // it and changes only the owned fields, because the server replaces the whole config.
   std::string raw_config;

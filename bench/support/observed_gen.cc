@@ -6,7 +6,7 @@ observers::ObservedState ConvergedObservation(const model::DesiredState& desired
                                               const std::string& users_file_bytes) {
   observers::ObservedState observed;
   for (const model::StreamSpec& s : desired.streams)
-    observed.jetstream.streams.push_back({s, "", "", ""});
+    observed.jetstream.streams.push_back({s, "", ""});
   for (const model::ConsumerSpec& c : desired.consumers) {
     observed.jetstream.consumers.push_back({c, "", ""});
   }

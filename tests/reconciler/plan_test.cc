@@ -70,7 +70,7 @@ struct Fixture {
     spec.name = StreamName(name);
     spec.subjects = {"other." + name + ".>"};
     spec.description = description;
-    observed.jetstream.streams.push_back({spec, "", "", ""});
+    observed.jetstream.streams.push_back({spec, "", ""});
   }
   void AddConsumer(const std::string& stream, const std::string& durable) {
     ConsumerSpec spec;
