@@ -67,11 +67,12 @@ std::optional<HttpTarget> ParseHttpUrl(const std::string& url) {
     if (!authority.empty() && authority.front() != ':') return std::nullopt;
     target.port = authority.empty() ? default_port : authority.substr(1);
   } else {
-    size_t colon = authority.rfind(':');
+    size_t colon = authority.find(':');
     target.host = authority.substr(0, colon);
     target.port = colon == std::string::npos ? default_port : authority.substr(colon + 1);
   }
-  if (target.host.empty() || target.port.empty()) return std::nullopt;
+  // An IPv6 host is written in brackets: a second ':' makes the port not a number.
+  if (target.host.empty() || !ParsePort(target.port)) return std::nullopt;
   const bool v6 = target.host.find(':') != std::string::npos;
   target.address = std::string(scheme) + "://" + (v6 ? "[" + target.host + "]" : target.host) +
                    ":" + target.port;

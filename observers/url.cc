@@ -28,6 +28,17 @@ std::string UrlForMessages(std::string_view url) {
   return stripped;
 }
 
+std::optional<int> ParsePort(std::string_view port) {
+  if (port.empty() || port.size() > 5) return std::nullopt;
+  int value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value > 65535) return std::nullopt;
+  return value;
+}
+
 std::optional<ServerAddress> ParseServerAddress(std::string_view url) {
   if (HasQueryOrFragment(url)) return std::nullopt;  // may carry credentials: never an address
   const std::string stripped = StripUserInfo(url);
@@ -55,10 +66,7 @@ std::optional<ServerAddress> ParseServerAddress(std::string_view url) {
     if (colon != std::string_view::npos) port = rest.substr(colon + 1);
   }
   address.port = port.empty() ? "4222" : std::string(port);
-  if (address.host.empty()) return std::nullopt;
-  for (char c : address.port) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
+  if (address.host.empty() || !ParsePort(address.port)) return std::nullopt;
   const bool v6 = address.host.find(':') != std::string::npos;
   address.url =
       scheme + "://" + (v6 ? "[" + address.host + "]" : address.host) + ":" + address.port;

@@ -23,6 +23,10 @@ bool HasQueryOrFragment(std::string_view url);
 // ("nats://u:p@host:4222/?pass=S" -> "nats://host:4222/").
 std::string UrlForMessages(std::string_view url);
 
+// A port as written in an address: 1 to 5 decimal digits, at most 65535 (0 included: the
+// caller decides whether it means "any").
+std::optional<int> ParsePort(std::string_view port);
+
 // A bus server's address: "nats://[user:pass@]host[:port]", "tls://host:port" or "host:port"
 // (port 4222 when absent); an IPv6 host is written in brackets. The userinfo is dropped.
 struct ServerAddress {

@@ -87,6 +87,12 @@ TEST_CASE("HttpGet errors name the address and never the URL's credentials", "[o
 
   CHECK(HttpGet("ftp://127.0.0.1/varz", kTimeout).status().code() == Errc::kInvalidArgument);
   CHECK(HttpGet("127.0.0.1:8222", kTimeout).status().code() == Errc::kInvalidArgument);
+  // As a bus address and --listen: an IPv6 host in brackets, a port from 0 to 65535.
+  for (const char* url : {"http://::1:8222/varz", "http://127.0.0.1:82x2/varz",
+                          "http://127.0.0.1:65536/varz", "http://127.0.0.1:/varz"}) {
+    INFO(url);
+    CHECK(HttpGet(url, kTimeout).status().code() == Errc::kInvalidArgument);
+  }
 }
 
 TEST_CASE("HttpGet gives up at its deadline when the peer never answers", "[observers]") {

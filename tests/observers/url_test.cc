@@ -47,6 +47,9 @@ TEST_CASE("ParseServerAddress reads host and port, drops credentials", "[observe
   CHECK(a->url == "nats://[::1]:5000");
   CHECK_FALSE(ParseServerAddress("nats://:4222"));
   CHECK_FALSE(ParseServerAddress("nats://host:42x2"));
+  CHECK_FALSE(ParseServerAddress("nats://host:65536"));
+  CHECK_FALSE(ParseServerAddress("nats://host:000004222"));
+  CHECK(ParseServerAddress("nats://host:65535"));
   CHECK_FALSE(ParseServerAddress("nats://[::1"));
   CHECK_FALSE(ParseServerAddress("::1:4222"));
   CHECK_FALSE(ParseServerAddress(""));
