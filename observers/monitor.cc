@@ -59,23 +59,12 @@ std::optional<HttpTarget> ParseHttpUrl(const std::string& url) {
   size_t slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   target.path = slash == std::string::npos ? "/" : rest.substr(slash);
-  if (!authority.empty() && authority.front() == '[') {
-    size_t close = authority.find(']');
-    if (close == std::string::npos) return std::nullopt;
-    target.host = authority.substr(1, close - 1);
-    authority.erase(0, close + 1);
-    if (!authority.empty() && authority.front() != ':') return std::nullopt;
-    target.port = authority.empty() ? default_port : authority.substr(1);
-  } else {
-    size_t colon = authority.find(':');
-    target.host = authority.substr(0, colon);
-    target.port = colon == std::string::npos ? default_port : authority.substr(colon + 1);
-  }
-  // An IPv6 host is written in brackets: a second ':' makes the port not a number.
-  if (target.host.empty() || !ParsePort(target.port)) return std::nullopt;
-  const bool v6 = target.host.find(':') != std::string::npos;
-  target.address = std::string(scheme) + "://" + (v6 ? "[" + target.host + "]" : target.host) +
-                   ":" + target.port;
+  std::optional<HostPort> split = SplitHostPort(authority);
+  if (!split || split->host.empty()) return std::nullopt;
+  target.host = std::move(split->host);
+  target.port = split->port.value_or(default_port);  // "host:" names an empty port: refused
+  if (!ParsePort(target.port)) return std::nullopt;
+  target.address = std::string(scheme) + "://" + JoinHostPort(target.host, target.port);
   return target;
 }
 

@@ -28,6 +28,33 @@ std::string UrlForMessages(std::string_view url) {
   return stripped;
 }
 
+std::optional<HostPort> SplitHostPort(std::string_view authority) {
+  HostPort split;
+  std::string_view after_host;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    split.host = std::string(authority.substr(1, close - 1));
+    after_host = authority.substr(close + 1);
+  } else {
+    const size_t colon = authority.find(':');
+    split.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) after_host = authority.substr(colon);
+    if (after_host.find(':', 1) != std::string_view::npos) return std::nullopt;
+  }
+  if (!after_host.empty()) {
+    if (after_host.front() != ':') return std::nullopt;
+    split.port = std::string(after_host.substr(1));
+  }
+  return split;
+}
+
+std::string JoinHostPort(std::string_view host, std::string_view port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  std::string joined = v6 ? "[" + std::string(host) + "]" : std::string(host);
+  return joined + ":" + std::string(port);
+}
+
 std::optional<int> ParsePort(std::string_view port) {
   if (port.empty() || port.size() > 5) return std::nullopt;
   int value = 0;
@@ -51,25 +78,14 @@ std::optional<ServerAddress> ParseServerAddress(std::string_view url) {
   if (const size_t end = rest.find_first_of("/?#"); end != std::string_view::npos) {
     rest = rest.substr(0, end);
   }
+  std::optional<HostPort> split = SplitHostPort(rest);
+  if (!split || split->host.empty()) return std::nullopt;
   ServerAddress address;
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    address.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty() && rest.front() != ':') return std::nullopt;
-    if (!rest.empty()) port = rest.substr(1);
-  } else {
-    const size_t colon = rest.find(':');
-    address.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
-  }
-  address.port = port.empty() ? "4222" : std::string(port);
-  if (address.host.empty() || !ParsePort(address.port)) return std::nullopt;
-  const bool v6 = address.host.find(':') != std::string::npos;
-  address.url =
-      scheme + "://" + (v6 ? "[" + address.host + "]" : address.host) + ":" + address.port;
+  address.host = std::move(split->host);
+  address.port = split->port.value_or("");
+  if (address.port.empty()) address.port = "4222";
+  if (!ParsePort(address.port)) return std::nullopt;
+  address.url = scheme + "://" + JoinHostPort(address.host, address.port);
   return address;
 }
 

@@ -23,6 +23,19 @@ bool HasQueryOrFragment(std::string_view url);
 // ("nats://u:p@host:4222/?pass=S" -> "nats://host:4222/").
 std::string UrlForMessages(std::string_view url);
 
+// An address's authority split into host and port: "host", "host:port", "[v6]", "[v6]:port",
+// ":port". The host loses its brackets; an IPv6 host must have them (a second ':' outside
+// brackets is refused, as is anything but ':' after ']'). `port` is nullopt when the authority
+// names none and "" for "host:": each caller decides what a missing or empty port means.
+struct HostPort {
+  std::string host;
+  std::optional<std::string> port;
+};
+std::optional<HostPort> SplitHostPort(std::string_view authority);
+
+// "host:port" as an address is written: an IPv6 host in brackets.
+std::string JoinHostPort(std::string_view host, std::string_view port);
+
 // A port as written in an address: 1 to 5 decimal digits, at most 65535 (0 included: the
 // caller decides whether it means "any").
 std::optional<int> ParsePort(std::string_view port);

@@ -13,7 +13,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <cctype>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "model/thread_safety.h"
+#include "observers/url.h"
 #include "reconciler/base/log.h"
 #include "reconciler/http/http_wire.h"
 
@@ -424,31 +424,22 @@ struct HttpServer::Impl {
 };
 
 Result<ListenAddress> ParseListenAddress(const std::string& text) {
-  std::string host;
-  std::string port;
-  if (!text.empty() && text.front() == '[') {
-    const size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return Status(Errc::kInvalidArgument, "--listen: expected [IPv6]:PORT");
-    }
-    host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    const size_t colon = text.rfind(':');
-    if (colon == std::string::npos)
-      return Status(Errc::kInvalidArgument, "--listen: expected HOST:PORT");
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-    if (host.find(':') != std::string::npos) {
-      return Status(Errc::kInvalidArgument, "--listen: write an IPv6 address as [ADDRESS]:PORT");
-    }
+  const bool bracketed = !text.empty() && text.front() == '[';
+  std::optional<observers::HostPort> split = observers::SplitHostPort(text);
+  if (!split) {
+    return Status(Errc::kInvalidArgument,
+                  bracketed ? "--listen: expected [IPv6]:PORT"
+                            : "--listen: write an IPv6 address as [ADDRESS]:PORT");
   }
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(),
-                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
-      std::stoi(port) > 65535) {
+  if (!split->port) {
+    return Status(Errc::kInvalidArgument,
+                  bracketed ? "--listen: expected [IPv6]:PORT" : "--listen: expected HOST:PORT");
+  }
+  const std::optional<int> port = observers::ParsePort(*split->port);
+  if (!port) {
     return Status(Errc::kInvalidArgument, "--listen: the port must be a number from 0 to 65535");
   }
+  std::string host = std::move(split->host);
   if (host.empty()) host = "0.0.0.0";
   if (host == "localhost") host = "127.0.0.1";
   beast::error_code ec;
@@ -457,7 +448,7 @@ Result<ListenAddress> ParseListenAddress(const std::string& text) {
     return Status(Errc::kInvalidArgument,
                   "--listen: \"" + host + "\" is not an IP address (or localhost)");
   }
-  return ListenAddress{host, std::stoi(port), address.is_loopback()};
+  return ListenAddress{host, *port, address.is_loopback()};
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -55,5 +55,32 @@ TEST_CASE("ParseServerAddress reads host and port, drops credentials", "[observe
   CHECK_FALSE(ParseServerAddress(""));
 }
 
+TEST_CASE("SplitHostPort: one authority rule for bus, monitoring and --listen", "[observers]") {
+  auto split = SplitHostPort("host:80");
+  REQUIRE(split);
+  CHECK(split->host == "host");
+  CHECK(split->port == "80");
+  split = SplitHostPort("[::1]");
+  REQUIRE(split);
+  CHECK(split->host == "::1");
+  CHECK_FALSE(split->port);
+  split = SplitHostPort("host:");
+  REQUIRE(split);
+  CHECK(split->port == "");
+  split = SplitHostPort(":9464");
+  REQUIRE(split);
+  CHECK(split->host.empty());
+  CHECK_FALSE(SplitHostPort("::1:80"));  // IPv6 without brackets
+  CHECK_FALSE(SplitHostPort("[::1]80"));
+  CHECK_FALSE(SplitHostPort("[::1"));
+  CHECK(JoinHostPort("::1", "80") == "[::1]:80");
+  CHECK(JoinHostPort("host", "80") == "host:80");
+  CHECK(ParsePort("0") == 0);
+  CHECK(ParsePort("65535") == 65535);
+  CHECK_FALSE(ParsePort(""));
+  CHECK_FALSE(ParsePort("65536"));
+  CHECK_FALSE(ParsePort("8x"));
+}
+
 }  // namespace
 }  // namespace mesh::observers
