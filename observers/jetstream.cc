@@ -10,6 +10,8 @@
 #include <set>
 #include <tuple>
 
+#include "model/json_read.h"
+
 namespace mesh::observers {
 namespace {
 
@@ -29,30 +31,14 @@ constexpr int kStreamNotFound = 10059;  // JSStreamNotFoundErr
 
 // ---- Reading JSON -----------------------------------------------------------------------------
 
+using model::json::Int;
+using model::json::Member;
+using model::json::String;
+
 Result<rapidjson::Document> ParseObject(std::string_view json, const std::string& what) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
-    return Status(Errc::kInternal, "malformed JSON from " + what);
-  }
-  return doc;
-}
-
-const rapidjson::Value* Member(const rapidjson::Value& object, const char* key) {
-  auto it = object.FindMember(key);
-  return it == object.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-}
-
-std::string String(const rapidjson::Value& object, const char* key) {
-  const rapidjson::Value* v = Member(object, key);
-  if (v == nullptr || !v->IsString()) return "";
-  return std::string(v->GetString(), v->GetStringLength());
-}
-
-// An integer field, or `absent` when the server omitted it.
-int64_t Int(const rapidjson::Value& object, const char* key, int64_t absent) {
-  const rapidjson::Value* v = Member(object, key);
-  return v != nullptr && v->IsInt64() ? v->GetInt64() : absent;
+  std::optional<rapidjson::Document> doc = model::json::ParseObject(json);
+  if (!doc) return Status(Errc::kInternal, "malformed JSON from " + what);
+  return std::move(*doc);
 }
 
 // Decodes an API enum string; `absent` when the server omitted the field. A value this build

@@ -20,6 +20,7 @@
 #include <string>
 #include <type_traits>
 
+#include "model/json_read.h"
 #include "observers/server_version.h"
 #include "observers/url.h"
 
@@ -96,19 +97,8 @@ bool ExpectHost(SSL* ssl, const std::string& host) {
   return SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
 }
 
-// A field of a JSON object as a string, or "" when absent or of another type.
-std::string StringField(const rapidjson::Value& object, const char* name) {
-  auto it = object.FindMember(name);
-  if (it == object.MemberEnd() || !it->value.IsString()) return "";
-  return std::string(it->value.GetString(), it->value.GetStringLength());
-}
-
-std::optional<rapidjson::Document> ParseObject(const std::string& body) {
-  rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
-  return doc;
-}
+using model::json::ParseObject;
+using model::json::String;
 
 // Reads exactly `digits` decimal digits at `pos`; nullopt otherwise.
 std::optional<int64_t> Digits(const std::string& text, size_t pos, size_t digits) {
@@ -258,9 +248,9 @@ Status HealthzOk(const std::string& url, std::chrono::milliseconds timeout) {
   Result<HttpResponse> healthz = HttpGet(url, timeout);
   if (!healthz.ok()) return healthz.status();
   auto doc = ParseObject(healthz->body);
-  const std::string status = doc ? StringField(*doc, "status") : "";
+  const std::string status = doc ? String(*doc, "status") : "";
   if (healthz->status == 200 && status == "ok") return Status::Ok();
-  const std::string error = doc ? StringField(*doc, "error") : "";
+  const std::string error = doc ? String(*doc, "error") : "";
   return Status(Errc::kUnavailable, !error.empty()    ? error
                                     : !status.empty() ? status
                                                       : "HTTP " + std::to_string(healthz->status));
@@ -279,24 +269,24 @@ std::vector<ObjectHealth> UnhealthyObjects(const std::string& url,
   if (errors != doc->MemberEnd() && errors->value.IsArray()) {
     for (const auto& e : errors->value.GetArray()) {
       if (!e.IsObject()) continue;
-      const std::string type = StringField(e, "type");
+      const std::string type = String(e, "type");
       ObjectHealth health;
       if (type == "STREAM") {
         health.kind = ObjectHealth::Kind::kStream;
       } else if (type == "CONSUMER") {
         health.kind = ObjectHealth::Kind::kConsumer;
-        health.consumer = StringField(e, "consumer");
+        health.consumer = String(e, "consumer");
       } else {
         continue;
       }
-      health.account = StringField(e, "account");
-      health.stream = StringField(e, "stream");
-      health.error = StringField(e, "error");
+      health.account = String(e, "account");
+      health.stream = String(e, "stream");
+      health.error = String(e, "error");
       if (!health.stream.empty()) objects.push_back(std::move(health));
     }
     return objects;
   }
-  if (auto one = ObjectFromError(StringField(*doc, "error"))) objects.push_back(std::move(*one));
+  if (auto one = ObjectFromError(String(*doc, "error"))) objects.push_back(std::move(*one));
   return objects;
 }
 
@@ -318,9 +308,9 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   }
   server.reachable = true;
   if (auto doc = ParseObject(varz->body)) {
-    server.config_load_time_unix_ns = ParseRfc3339Nanos(StringField(*doc, "config_load_time"));
-    server.server_name = StringField(*doc, "server_name");
-    server.version = StringField(*doc, "version");
+    server.config_load_time_unix_ns = ParseRfc3339Nanos(String(*doc, "config_load_time"));
+    server.server_name = String(*doc, "server_name");
+    server.version = String(*doc, "version");
   }
 
   // /jsz: a clustered server reports its meta group; a standalone one has no "meta_cluster";
