@@ -43,4 +43,10 @@ inline int64_t Int(const rapidjson::Value& object, const char* key, int64_t abse
   return v != nullptr && v->IsInt64() ? v->GetInt64() : absent;
 }
 
+// A boolean member, or `absent` when absent or not a boolean.
+inline bool Bool(const rapidjson::Value& object, const char* key, bool absent) {
+  const rapidjson::Value* v = Member(object, key);
+  return v != nullptr && v->IsBool() ? v->GetBool() : absent;
+}
+
 }  // namespace mesh::model::json

@@ -97,6 +97,7 @@ bool ExpectHost(SSL* ssl, const std::string& host) {
   return SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
 }
 
+using model::json::Member;
 using model::json::ParseObject;
 using model::json::String;
 
@@ -265,9 +266,8 @@ std::vector<ObjectHealth> UnhealthyObjects(const std::string& url,
   if (!healthz.ok()) return objects;
   auto doc = ParseObject(healthz->body);
   if (!doc) return objects;
-  auto errors = doc->FindMember("errors");
-  if (errors != doc->MemberEnd() && errors->value.IsArray()) {
-    for (const auto& e : errors->value.GetArray()) {
+  if (const rapidjson::Value* errors = Member(*doc, "errors"); errors && errors->IsArray()) {
+    for (const auto& e : errors->GetArray()) {
       if (!e.IsObject()) continue;
       const std::string type = String(e, "type");
       ObjectHealth health;
@@ -318,22 +318,20 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   bool clustered = false;
   if (Result<HttpResponse> jsz = HttpGet(base + "/jsz", timeout); jsz.ok() && jsz->status == 200) {
     if (auto doc = ParseObject(jsz->body); doc && !doc->HasMember("disabled")) {
-      if (auto limits = doc->FindMember("limits");
-          limits != doc->MemberEnd() && limits->value.IsObject()) {
-        auto max = limits->value.FindMember("default_max_consumers");
-        if (max != limits->value.MemberEnd() && max->value.IsInt64()) {
-          server.default_max_consumers = std::max<int64_t>(0, max->value.GetInt64());
+      if (const rapidjson::Value* limits = Member(*doc, "limits"); limits && limits->IsObject()) {
+        if (const rapidjson::Value* max = Member(*limits, "default_max_consumers");
+            max && max->IsInt64()) {
+          server.default_max_consumers = std::max<int64_t>(0, max->GetInt64());
         }
       }
-      auto meta = doc->FindMember("meta_cluster");
-      if (meta == doc->MemberEnd()) {
+      if (!doc->HasMember("meta_cluster")) {  // present, even as null: the server is clustered
         server.jetstream_cluster_size = 1;
       } else {
         clustered = true;
-        if (meta->value.IsObject() && meta->value.HasMember("cluster_size") &&
-            meta->value["cluster_size"].IsInt()) {
-          server.jetstream_cluster_size = meta->value["cluster_size"].GetInt();
-        }
+        const rapidjson::Value* meta = Member(*doc, "meta_cluster");
+        const rapidjson::Value* size =
+            meta && meta->IsObject() ? Member(*meta, "cluster_size") : nullptr;
+        if (size && size->IsInt()) server.jetstream_cluster_size = size->GetInt();
       }
     }
   }
@@ -374,18 +372,14 @@ std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url
 }
 
 int ServersByRoutes(std::string_view routez_body) {
-  rapidjson::Document doc;
-  doc.Parse(routez_body.data(), routez_body.size());
-  if (doc.HasParseError() || !doc.IsObject()) return 0;
-  auto routes = doc.FindMember("routes");
-  if (routes == doc.MemberEnd() || !routes->value.IsArray()) return 0;
+  auto doc = ParseObject(routez_body);
+  if (!doc) return 0;
+  const rapidjson::Value* routes = Member(*doc, "routes");
+  if (routes == nullptr || !routes->IsArray()) return 0;
   std::set<std::string> peers;
-  for (const auto& route : routes->value.GetArray()) {
+  for (const auto& route : routes->GetArray()) {
     if (!route.IsObject()) continue;
-    auto name = route.FindMember("remote_name");
-    if (name != route.MemberEnd() && name->value.IsString() && name->value.GetStringLength() > 0) {
-      peers.insert(name->value.GetString());
-    }
+    if (std::string name = String(route, "remote_name"); !name.empty()) peers.insert(name);
   }
   return static_cast<int>(peers.size()) + 1;
 }

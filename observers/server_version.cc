@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <charconv>
 
+#include "model/json_read.h"
 #include "observers/url.h"
 
 namespace mesh::observers {
@@ -61,12 +62,11 @@ std::optional<ServerVersion> ParseInfoVersion(std::string_view line) {
   if (line.substr(0, 5) != "INFO ") return std::nullopt;
   line.remove_prefix(5);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  rapidjson::Document json;
-  json.Parse(line.data(), line.size());
-  if (json.HasParseError() || !json.IsObject()) return std::nullopt;
-  auto it = json.FindMember("version");
-  if (it == json.MemberEnd() || !it->value.IsString()) return std::nullopt;
-  return ParseServerVersion(std::string_view(it->value.GetString(), it->value.GetStringLength()));
+  std::optional<rapidjson::Document> json = model::json::ParseObject(line);
+  if (!json) return std::nullopt;
+  const rapidjson::Value* version = model::json::Member(*json, "version");
+  if (version == nullptr || !version->IsString()) return std::nullopt;
+  return ParseServerVersion(std::string_view(version->GetString(), version->GetStringLength()));
 }
 
 Result<ServerVersion> ProbeServerVersion(const std::string& url,

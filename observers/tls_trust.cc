@@ -16,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 #include <ctime>
 
+#include "model/json_read.h"
 #include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
@@ -264,17 +265,14 @@ Result<CertificateFacts> FetchPresentedCertificate(const std::string& url,
               beast::get_lowest_layer(stream), net::dynamic_buffer(info, kMaxInfoBytes), "\r\n",
               [&](const beast::error_code& ec, size_t line_size) {
                 if (ec) return failed("read INFO", ec);
-                rapidjson::Document json;
                 const bool is_info = line_size >= 7 && info.compare(0, 5, "INFO ") == 0;
-                if (!is_info || json.Parse(info.data() + 5, line_size - 7).HasParseError() ||
-                    !json.IsObject()) {
-                  return fail(Errc::kRefused, "did not greet like a NATS server");
+                std::optional<rapidjson::Document> json;
+                if (is_info) {
+                  json = model::json::ParseObject(std::string_view(info).substr(5, line_size - 7));
                 }
-                auto flag = [&](const char* name) {
-                  auto it = json.FindMember(name);
-                  return it != json.MemberEnd() && it->value.IsBool() && it->value.GetBool();
-                };
-                if (!flag("tls_required") && !flag("tls_available")) {
+                if (!json) return fail(Errc::kRefused, "did not greet like a NATS server");
+                if (!model::json::Bool(*json, "tls_required", false) &&
+                    !model::json::Bool(*json, "tls_available", false)) {
                   return fail(Errc::kRefused, "the server does not offer TLS");
                 }
                 stream.async_handshake(ssl::stream_base::client, [&](const beast::error_code& ec) {

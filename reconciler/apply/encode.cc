@@ -4,6 +4,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <optional>
+
+#include "model/json_read.h"
+
 namespace mesh::reconciler {
 namespace {
 
@@ -118,11 +122,9 @@ std::string EncodeConsumerCreate(const ConsumerSpec& spec, ConsumerRequest reque
 }
 
 std::string EncodeStreamUpdate(const StreamSpec& spec, std::string_view observed_config) {
-  rapidjson::Document config;
-  config.Parse(observed_config.data(), observed_config.size());
-  if (observed_config.empty() || config.HasParseError() || !config.IsObject()) {
-    return EncodeStreamConfig(spec);
-  }
+  std::optional<rapidjson::Document> parsed = model::json::ParseObject(observed_config);
+  if (!parsed) return EncodeStreamConfig(spec);
+  rapidjson::Document& config = *parsed;
   auto& a = config.GetAllocator();
   Set(config, "name", Text(spec.name.str(), a), a);
   rapidjson::Value subjects(rapidjson::kArrayType);
@@ -138,9 +140,7 @@ std::string EncodeStreamUpdate(const StreamSpec& spec, std::string_view observed
   SetOrRemove(config, "description", spec.description, a);
   // The duplicate window is not owned, but it may not exceed max_age: when a new max_age is
   // shorter, 0 lets the server pick min(2 min, max_age) (what a create does).
-  const auto found = config.FindMember("duplicate_window");
-  const int64_t window =
-      found != config.MemberEnd() && found->value.IsInt64() ? found->value.GetInt64() : 0;
+  const int64_t window = model::json::Int(config, "duplicate_window", 0);
   if (spec.max_age_ns > 0 && window > spec.max_age_ns) {
     Set(config, "duplicate_window", rapidjson::Value(int64_t{0}), a);
   }
@@ -152,11 +152,9 @@ std::string EncodeStreamUpdate(const StreamSpec& spec, std::string_view observed
 
 std::string EncodeConsumerUpdate(const ConsumerSpec& spec, std::string_view observed_config,
                                  ConsumerRequest request) {
-  rapidjson::Document config;
-  config.Parse(observed_config.data(), observed_config.size());
-  if (observed_config.empty() || config.HasParseError() || !config.IsObject()) {
-    return EncodeConsumerCreate(spec, request);
-  }
+  std::optional<rapidjson::Document> parsed = model::json::ParseObject(observed_config);
+  if (!parsed) return EncodeConsumerCreate(spec, request);
+  rapidjson::Document& config = *parsed;
   auto& a = config.GetAllocator();
   Set(config, "durable_name", Text(spec.durable.str(), a), a);
   SetOrRemove(config, "deliver_subject", spec.deliver_subject, a);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "model/desired.h"
+#include "model/json_read.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "reconciler/cli/commands.h"
@@ -186,11 +187,12 @@ Answer Ask(observers::BusConnection& bus, const std::string& subject) {
         Errc::kRefused, error->description + " (err_code " + std::to_string(error->err_code) + ")");
     return answer;
   }
-  answer.doc.Parse(reply.payload.data(), reply.payload.size());
-  if (answer.doc.HasParseError() || !answer.doc.IsObject()) {
+  std::optional<rapidjson::Document> doc = model::json::ParseObject(reply.payload);
+  if (!doc) {
     answer.status = Status(Errc::kInternal, "the server's answer to " + subject + " is not JSON");
     return answer;
   }
+  answer.doc = std::move(*doc);
   DropEnvelope(answer.doc);
   return answer;
 }
@@ -201,10 +203,10 @@ Result<std::unique_ptr<observers::BusConnection>> Connect(const Settings& settin
 
 bool HasMark(const rapidjson::Value& info, const std::optional<std::string>& mark) {
   if (!mark) return false;
-  if (!info.HasMember("config") || !info["config"].IsObject()) return false;
-  const rapidjson::Value& config = info["config"];
-  return config.HasMember("description") && config["description"].IsString() &&
-         config["description"].GetString() == *mark;
+  const rapidjson::Value* config = model::json::Member(info, "config");
+  if (config == nullptr || !config->IsObject()) return false;
+  const rapidjson::Value* description = model::json::Member(*config, "description");
+  return description != nullptr && description->IsString() && description->GetString() == *mark;
 }
 
 // "config.ack_policy explicit": one line per scalar, arrays of scalars joined with ",".
@@ -418,8 +420,7 @@ int Delete(observers::BusConnection& bus, const char* command, const std::string
   Answer answer = Ask(bus, subject);
   if (answer.err_code == not_found) return CommandFail(command, "no " + what);
   if (!answer.status.ok()) return CommandFail(command, what + ": " + answer.status.ToString());
-  if (!answer.doc.HasMember("success") || !answer.doc["success"].IsBool() ||
-      !answer.doc["success"].GetBool()) {
+  if (!model::json::Bool(answer.doc, "success", false)) {
     return CommandFail(command, what + ": the server did not confirm the deletion");
   }
   std::printf("%s\n", done.c_str());

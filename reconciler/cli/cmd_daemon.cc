@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "model/json_read.h"
 #include "observers/monitor.h"
 #include "reconciler/base/log.h"
 #include "reconciler/cli/build_info.h"
@@ -101,11 +102,11 @@ Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std
 
 // The daemon's {"error": "..."} message, or the status line.
 std::string RemoteError(const observers::HttpResponse& response) {
-  rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
+  std::optional<rapidjson::Document> doc = model::json::ParseObject(response.body);
+  const rapidjson::Value* error = doc ? model::json::Member(*doc, "error") : nullptr;
   std::string detail;
-  if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("error") && doc["error"].IsString()) {
-    detail = doc["error"].GetString();
+  if (error != nullptr && error->IsString()) {
+    detail = error->GetString();
   } else {
     detail = response.body;
     while (!detail.empty() && detail.back() == '\n') detail.pop_back();
@@ -334,10 +335,9 @@ int PostForJson(const Settings& settings, const char* command, const std::string
                                            : CommandFail(command, response.status().message());
   }
   if (response->status != 200) return CommandFail(command, RemoteError(*response));
-  doc.Parse(response->body.data(), response->body.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
-    return CommandFail(command, "unreadable answer from the daemon");
-  }
+  std::optional<rapidjson::Document> parsed = model::json::ParseObject(response->body);
+  if (!parsed) return CommandFail(command, "unreadable answer from the daemon");
+  doc = std::move(*parsed);
   *body = std::move(response->body);
   return kExitOk;
 }
@@ -377,7 +377,8 @@ int RunHold(Settings& settings) {
   rapidjson::Document doc;
   std::string body;
   if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
-  if (!doc.HasMember("until") || !doc["until"].IsString()) {
+  const rapidjson::Value* until = model::json::Member(doc, "until");
+  if (until == nullptr || !until->IsString()) {
     return CommandFail(kCommand, "unreadable answer from the daemon");
   }
   if (settings.format == OutputFormat::kJson) {
@@ -385,7 +386,7 @@ int RunHold(Settings& settings) {
     return kExitOk;
   }
   std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
-              doc["until"].GetString());
+              until->GetString());
   return kExitOk;
 }
 
@@ -399,15 +400,16 @@ int RunRelease(Settings& settings) {
   rapidjson::Document doc;
   std::string body;
   if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
-  if (!doc.HasMember("was_held") || !doc["was_held"].IsBool()) {
+  const rapidjson::Value* was_held = model::json::Member(doc, "was_held");
+  if (was_held == nullptr || !was_held->IsBool()) {
     return CommandFail(kCommand, "unreadable answer from the daemon");
   }
   if (settings.format == OutputFormat::kJson) {
     std::fputs(body.c_str(), stdout);  // docs/schemas/release.v1.schema.json
     return kExitOk;
   }
-  std::puts(doc["was_held"].GetBool() ? "released: passes repair again (a pass runs now)"
-                                      : "was not held");
+  std::puts(was_held->GetBool() ? "released: passes repair again (a pass runs now)"
+                                : "was not held");
   return kExitOk;
 }
 

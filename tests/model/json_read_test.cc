@@ -18,6 +18,10 @@ TEST_CASE("json_read: absent, null and other types read as absent", "[model]") {
   CHECK(Int(*doc, "f", -1) == -1);
   CHECK(Int(*doc, "n", -1) == -1);
   CHECK(Int(*doc, "s", -1) == -1);
+  CHECK(Bool(*doc, "b", false));
+  CHECK(Bool(*doc, "s", true));
+  CHECK_FALSE(Bool(*doc, "i", false));
+  CHECK_FALSE(Bool(*doc, "missing", false));
   CHECK(Member(*doc, "n") == nullptr);
   CHECK(Member(*doc, "missing") == nullptr);
   const rapidjson::Value* inner = Member(*doc, "o");
