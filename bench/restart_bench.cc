@@ -30,7 +30,6 @@
 #include "model/desired.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
-#include "observers/monitor.h"
 #include "reconciler/apply/encode.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "model/json_read.h"
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "reconciler/base/log.h"
 #include "reconciler/cli/build_info.h"
 #include "reconciler/cli/commands.h"

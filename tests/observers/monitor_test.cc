@@ -1,4 +1,4 @@
-// The monitoring-endpoint observer: the HTTP client's deadline and errors, RFC 3339 parsing,
+// The monitoring-endpoint observer and its HTTP client (deadline and errors), RFC 3339 parsing,
 // and /healthz, /varz and /jsz of a real nats-server.
 #include "observers/monitor.h"
 
@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "observers/http_client.h"
 #include "observers/unique_fd.h"
 #include "tests/support/nats_server.h"
 

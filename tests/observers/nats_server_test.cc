@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 
 namespace mesh::testing {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "observers/bus.h"
 #include "observers/certificate.h"
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "observers/tls_trust.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_server.h"

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "model/result.h"
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "reconciler/pass/pass.h"
 #include "tests/support/nats_server.h"
 

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "model/digest.h"
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "tests/reconciler/raw_client.h"
 #include "tests/support/nats_server.h"
 

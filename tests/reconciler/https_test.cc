@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "observers/certificate.h"
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "reconciler/http/http_server.h"
 #include "reconciler/http/listener_tls.h"
 #include "tests/reconciler/daemon_support.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "tests/support/nats_client.h"
 
 namespace mesh::testing {

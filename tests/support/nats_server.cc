@@ -25,7 +25,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "observers/monitor.h"
+#include "observers/http_client.h"
 #include "observers/server_version.h"
 #include "observers/unique_fd.h"
 
