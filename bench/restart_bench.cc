@@ -246,22 +246,16 @@ int main() {
   wipe();
   auto [rewipe, rewipe_s] = cli({"reconcile", "--once"});
   if (rewipe.exit_code != 0) Die("reconcile --once after a wipe: " + rewipe.output);
-  wipe();
-  double sequential_s = 0;
-  {
+  // A bare loop on an empty store, timed from its first request (connected before).
+  auto after_wipe = [&](void (*loop)(BusConnection&, const mesh::model::DesiredState&)) {
+    wipe();
     auto bus = connect();
     const auto t0 = Clock::now();
-    SequentialCreationLoop(*bus, *desired);
-    sequential_s = Seconds(Clock::now() - t0);
-  }
-  wipe();
-  double floor_s = 0;
-  {
-    auto bus = connect();
-    const auto t0 = Clock::now();
-    PipelinedCreationLoop(*bus, *desired);
-    floor_s = Seconds(Clock::now() - t0);
-  }
+    loop(*bus, *desired);
+    return Seconds(Clock::now() - t0);
+  };
+  const double sequential_s = after_wipe(SequentialCreationLoop);
+  const double floor_s = after_wipe(PipelinedCreationLoop);
   Row("reconcile --once after a store wipe (" + Hashed(rewipe.output) + " hashed)", rewipe_s,
       "whole process");
   Row("naive: sequential creation after a wipe", sequential_s,
