@@ -58,11 +58,15 @@ std::optional<ServerVersion> ParseServerVersion(std::string_view text) {
   return v;
 }
 
-std::optional<ServerVersion> ParseInfoVersion(std::string_view line) {
+std::optional<rapidjson::Document> ParseInfo(std::string_view line) {
   if (line.substr(0, 5) != "INFO ") return std::nullopt;
   line.remove_prefix(5);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  std::optional<rapidjson::Document> json = model::json::ParseObject(line);
+  return model::json::ParseObject(line);
+}
+
+std::optional<ServerVersion> ParseInfoVersion(std::string_view line) {
+  std::optional<rapidjson::Document> json = ParseInfo(line);
   if (!json) return std::nullopt;
   const rapidjson::Value* version = model::json::Member(*json, "version");
   if (version == nullptr || !version->IsString()) return std::nullopt;

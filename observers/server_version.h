@@ -5,6 +5,8 @@
 // Thread-safety: pure functions, except ProbeServerVersion (its own socket per call).
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <chrono>
 #include <compare>
 #include <optional>
@@ -26,6 +28,8 @@ std::string ToString(const ServerVersion& v);  // the same, as a free function
 
 // "2.10.27", "v2.11.0", "2.12.0-RC.1" (a pre-release counts as its release); nullopt otherwise.
 std::optional<ServerVersion> ParseServerVersion(std::string_view text);
+// The JSON object of a server's greeting, `INFO {...}\r\n`; nullopt for any other line.
+std::optional<rapidjson::Document> ParseInfo(std::string_view info_line);
 // The version in a server's greeting, `INFO {...,"version":"2.10.27",...}\r\n`.
 std::optional<ServerVersion> ParseInfoVersion(std::string_view info_line);
 

@@ -20,6 +20,7 @@
 #include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
+#include "observers/server_version.h"
 #include "observers/url.h"
 
 namespace mesh::observers {
@@ -265,11 +266,8 @@ Result<CertificateFacts> FetchPresentedCertificate(const std::string& url,
               beast::get_lowest_layer(stream), net::dynamic_buffer(info, kMaxInfoBytes), "\r\n",
               [&](const beast::error_code& ec, size_t line_size) {
                 if (ec) return failed("read INFO", ec);
-                const bool is_info = line_size >= 7 && info.compare(0, 5, "INFO ") == 0;
-                std::optional<rapidjson::Document> json;
-                if (is_info) {
-                  json = model::json::ParseObject(std::string_view(info).substr(5, line_size - 7));
-                }
+                std::optional<rapidjson::Document> json =
+                    ParseInfo(std::string_view(info).substr(0, line_size));
                 if (!json) return fail(Errc::kRefused, "did not greet like a NATS server");
                 if (!model::json::Bool(*json, "tls_required", false) &&
                     !model::json::Bool(*json, "tls_available", false)) {

@@ -22,6 +22,16 @@ TEST_CASE("ParseServerVersion reads release, v-prefixed and pre-release versions
   CHECK(ServerVersion{2, 9, 10} < ServerVersion{2, 10, 0});
 }
 
+TEST_CASE("ParseInfo takes a greeting's JSON object and nothing else", "[observers]") {
+  auto info = ParseInfo("INFO {\"tls_required\":true}\r\n");
+  REQUIRE(info);
+  CHECK((*info)["tls_required"].GetBool());
+  CHECK_FALSE(ParseInfo("INFO [1]\r\n"));
+  CHECK_FALSE(ParseInfo("-ERR 'nope'\r\n"));
+  CHECK_FALSE(ParseInfo("INFO \r\n"));
+  CHECK_FALSE(ParseInfo(""));
+}
+
 TEST_CASE("ParseInfoVersion reads the version of a server's INFO greeting", "[observers]") {
   CHECK(ParseInfoVersion("INFO {\"server_id\":\"N\",\"version\":\"2.10.27\",\"proto\":1}\r\n") ==
         ServerVersion{2, 10, 27});
