@@ -92,16 +92,31 @@ void PerObjectInfoLoop(BusConnection& bus, const mesh::model::DesiredState& desi
   }
 }
 
-// The naive peer after a wipe: creates every stream, then every consumer, one at a time.
-void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
+// Every creation an empty store needs, streams first, then consumers (as the naive peer and
+// the floor send them).
+struct Creations {
+  std::vector<ApiRequest> streams;
+  std::vector<ApiRequest> consumers;
+};
+Creations CreationsFor(const mesh::model::DesiredState& desired) {
+  Creations out;
   for (const auto& s : desired.streams) {
-    ApiRequest r{"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)};
-    RequireOk(r, bus.Request(r));
+    out.streams.push_back(
+        {"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)});
   }
   for (const auto& c : desired.consumers) {
-    ApiRequest r{"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
-                 mesh::reconciler::EncodeConsumerCreate(c)};
-    RequireOk(r, bus.Request(r));
+    out.consumers.push_back(
+        {"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
+         mesh::reconciler::EncodeConsumerCreate(c)});
+  }
+  return out;
+}
+
+// The naive peer after a wipe: creates every stream, then every consumer, one at a time.
+void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
+  const Creations creations = CreationsFor(desired);
+  for (const auto* batch : {&creations.streams, &creations.consumers}) {
+    for (const ApiRequest& r : *batch) RequireOk(r, bus.Request(r));
   }
 }
 
@@ -111,17 +126,8 @@ void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState&
 // JetStream API requests one after another in its read loop, so this is the fastest one
 // connection can recover, whatever the client does.
 void PipelinedCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
-  std::vector<ApiRequest> streams, consumers;
-  for (const auto& s : desired.streams) {
-    streams.push_back(
-        {"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)});
-  }
-  for (const auto& c : desired.consumers) {
-    consumers.push_back(
-        {"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
-         mesh::reconciler::EncodeConsumerCreate(c)});
-  }
-  for (const auto* batch : {&streams, &consumers}) {
+  const Creations creations = CreationsFor(desired);
+  for (const auto* batch : {&creations.streams, &creations.consumers}) {
     const std::vector<mesh::observers::ApiReply> replies = bus.RequestMany(*batch);
     for (size_t i = 0; i < batch->size(); ++i) {
       if (i >= replies.size()) Die((*batch)[i].subject + ": no reply");
