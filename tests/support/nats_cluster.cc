@@ -52,6 +52,9 @@ std::unique_ptr<NatsCluster> NatsCluster::Start(const NatsClusterOptions& option
     member.users_conf = options.users_conf;
     member.server_name = "n" + std::to_string(cluster_ports[i]);
     member.cluster_name = options.cluster_name;
+    // A tag per member, so that a test can place a stream on a member of its choice
+    // ("placement": {"tags": ["member:1"]}).
+    member.extra_config = "server_tags: [\"member:" + std::to_string(i) + "\"]\n";
     member.cluster_port = cluster_ports[i];
     for (size_t j = 0; j < options.size; ++j) {
       if (j != i) member.route_ports.push_back(cluster_ports[j]);

@@ -1,5 +1,6 @@
 // Test support: a JetStream cluster of real nats-servers on loopback. Every member has its own
-// folder, users file, store and free ports; each routes to all the others. Members are
+// folder, users file, store and free ports, and the server tag "member:<index>" (for a stream's
+// placement); each routes to all the others. Members are
 // NatsServers, so a test stops, kills, restarts or wipes one by index, and then waits for the
 // cluster to be ready again.
 //
