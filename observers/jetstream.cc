@@ -196,16 +196,28 @@ Result<Page> ReadPage(const rapidjson::Document& doc, const char* items_key,
 }
 
 // A clustered server answers a list without the objects whose leader did not describe them in
-// time (a leader moving, a member down) and names them in "missing": such an answer does not
-// say they are absent, so it is an error (the pass cannot observe), never drift.
-Status CheckComplete(const rapidjson::Document& doc, const std::string& what) {
+// time (an election, a slow member), or with the config it assigned to those whose members are
+// all offline, and names both in "missing". Such an answer does not say what they hold, nor
+// that they are absent: they are undescribed, each a problem of its own (never drift, never a
+// failed observation). 2.14 also gives a reason per name in "offline".
+constexpr char kUndescribedReason[] =
+    "named in the list's \"missing\": no leader described it in time (an election under way, "
+    "or every member holding it offline)";
+std::map<std::string, std::string> MissingNames(const rapidjson::Document& doc) {
+  std::map<std::string, std::string> names;
   const rapidjson::Value* missing = Member(doc, "missing");
-  if (missing == nullptr || !missing->IsArray() || missing->Empty()) return Status::Ok();
-  const rapidjson::Value& first = (*missing)[0];
-  return Status(Errc::kUnavailable, what + ": " + std::to_string(missing->Size()) +
-                                        " not described by their leaders in time (first: " +
-                                        (first.IsString() ? first.GetString() : "?") +
-                                        "); no leader yet?");
+  if (missing == nullptr || !missing->IsArray()) return names;
+  const rapidjson::Value* offline = Member(doc, "offline");
+  for (const rapidjson::Value& name : missing->GetArray()) {
+    if (!name.IsString() || name.GetStringLength() == 0) continue;
+    std::string reason = kUndescribedReason;
+    if (offline != nullptr && offline->IsObject()) {
+      const std::string said = String(*offline, name.GetString());
+      if (!said.empty()) reason = "offline: " + said;
+    }
+    names.emplace(name.GetString(), std::move(reason));
+  }
+  return names;
 }
 
 // Offsets of the pages after the first one, from the first page's total and limit.
@@ -245,6 +257,7 @@ void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStrea
 Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
   std::vector<ApiRequest> requests = {{kStreamList, OffsetPayload(0)}};
   std::map<std::string, ObservedStream> streams;
+  std::map<std::string, std::string> undescribed;
   bool clustered = false;
   for (bool first = true; !requests.empty(); first = false) {
     std::vector<ApiReply> replies = bus.RequestMany(requests);
@@ -255,10 +268,14 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
       if (!doc.ok()) return doc.status();
       auto page = ReadPage(*doc, "streams", kStreamList);
       if (!page.ok()) return page.status();
-      if (Status s = CheckComplete(*doc, kStreamList); !s.ok()) return s;
-      if (page->items == nullptr) continue;
-      for (const auto& item : page->items->GetArray()) {
-        AddStream(item, streams, clustered, out.cluster_size);
+      if (page->items != nullptr) {
+        for (const auto& item : page->items->GetArray()) {
+          AddStream(item, streams, clustered, out.cluster_size);
+        }
+      }
+      for (auto& [name, reason] : MissingNames(*doc)) {
+        streams.erase(name);  // an offline stream's entry is its assignment, not its state
+        undescribed.insert_or_assign(name, std::move(reason));
       }
       if (first) {
         for (int64_t offset : RemainingOffsets(*page)) {
@@ -270,6 +287,9 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
   }
   if (!clustered) out.cluster_size = 1;
   for (auto& [name, stream] : streams) out.streams.push_back(std::move(stream));
+  for (auto& [name, reason] : undescribed) {
+    out.undescribed.push_back({StreamName(name), ConsumerName(), std::move(reason)});
+  }
   return Status::Ok();
 }
 
@@ -304,6 +324,7 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
     if (scope.Covers(stream)) pending.push_back({stream.config.name.str(), 0});
   }
   std::set<std::string> vanished;  // deleted between the two lists
+  std::map<std::pair<std::string, std::string>, std::string> undescribed;
   while (!pending.empty()) {
     std::vector<ApiRequest> requests;
     for (const Pending& p : pending) {
@@ -323,14 +344,20 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
       }
       auto page = ReadPage(*doc, "consumers", requests[i].subject);
       if (!page.ok()) return page.status();
-      if (Status s = CheckComplete(*doc, requests[i].subject); !s.ok()) return s;
-      if (page->items == nullptr) continue;
-      for (const auto& item : page->items->GetArray()) {
-        const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
-        if (config == nullptr || !config->IsObject()) continue;  // names no consumer: skipped
-        Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *config);
-        out.consumers.push_back(
-            {std::move(decoded.spec), Compact(*config), std::move(decoded.problem)});
+      const std::map<std::string, std::string> missing = MissingNames(*doc);
+      for (const auto& [name, reason] : missing) {
+        undescribed.insert_or_assign({stream, name}, reason);
+      }
+      if (page->items != nullptr) {
+        for (const auto& item : page->items->GetArray()) {
+          const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
+          if (config == nullptr || !config->IsObject()) continue;  // names no consumer: skipped
+          Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *config);
+          // An offline consumer's entry is its assignment, not its state.
+          if (missing.count(decoded.spec.durable.str()) != 0) continue;
+          out.consumers.push_back(
+              {std::move(decoded.spec), Compact(*config), std::move(decoded.problem)});
+        }
       }
       if (pending[i].offset == 0) {
         for (int64_t offset : RemainingOffsets(*page)) next.push_back({stream, offset});
@@ -340,6 +367,14 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
   }
   std::erase_if(out.streams,
                 [&](const ObservedStream& s) { return vanished.count(s.config.name.str()) > 0; });
+  for (auto& [key, reason] : undescribed) {
+    if (vanished.count(key.first) != 0) continue;
+    out.undescribed.push_back({StreamName(key.first), ConsumerName(key.second), std::move(reason)});
+  }
+  std::sort(out.undescribed.begin(), out.undescribed.end(),
+            [](const UndescribedObject& a, const UndescribedObject& b) {
+              return std::tie(a.stream, a.consumer) < std::tie(b.stream, b.consumer);
+            });
   std::sort(out.consumers.begin(), out.consumers.end(),
             [](const ObservedConsumer& a, const ObservedConsumer& b) {
               return std::tie(a.config.stream, a.config.durable) <

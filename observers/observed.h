@@ -32,10 +32,26 @@ struct ObservedConsumer {
   std::string problem;         // as for streams
 };
 
+// An object a clustered server's list names in "missing": no leader described it in time (an
+// election under way, a member slow), or every member holding it is offline (the server then
+// lists the config it assigned, which is not what a leader holds). The list says only that it
+// exists. A problem of that object, never of the observation: a stream of another tenant on a
+// member that is down must not stop the mesh's passes.
+struct UndescribedObject {
+  StreamName stream;
+  ConsumerName consumer;  // empty for a stream
+  // The server's words when it gives a reason (2.14's "offline" map), else what the list says.
+  std::string reason;
+  bool operator==(const UndescribedObject&) const = default;
+};
+
 struct ObservedJetStream {
   std::vector<ObservedStream> streams;  // sorted by name; every stream of the account
   // Sorted by (stream, durable); only on the streams the scope owns (ObserveScope).
   std::vector<ObservedConsumer> consumers;
+  // Named in a list's "missing" and so in neither of the above; sorted by (stream, consumer).
+  // Consumers only on the streams in scope, as above.
+  std::vector<UndescribedObject> undescribed;
   // JetStream servers in the cluster as far as the bus shows it: 1 when no stream reports a
   // cluster group (standalone, or an empty account), else the largest stream group (leader +
   // replicas). A lower bound: a non-system user cannot ask the meta group for its size. Prefer

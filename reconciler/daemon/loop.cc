@@ -620,8 +620,12 @@ void Loop::Run(PassRunner& runner) {
     } else if (result == PassResult::kWaiting) {
       const auto delay = std::min(options_.not_ready_wait, options_.interval);
       retry_at_ = now + delay;
+      const std::string reason = !report.status.ok()
+                                     ? report.status.message()
+                                     : std::to_string(report.plan.undescribed) +
+                                           " of the mesh's objects not described by their leaders";
       Log(LogLevel::kInfo, pass_id, "waiting for the server",
-          {{"in_ms", delay.count()}, {"reason", report.status.message()}});
+          {{"in_ms", delay.count()}, {"reason", reason}});
     } else {
       ++consecutive_failures_;
       const auto delay =

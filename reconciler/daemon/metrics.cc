@@ -87,8 +87,10 @@ const char* ToString(PassResult v) {
 
 PassResult PassSucceeded(const PassReport& report) {
   if (report.readiness == ServerReadiness::kNotReady) return PassResult::kWaiting;
-  return report.status.ok() && !report.any_action_failed() ? PassResult::kSuccess
-                                                           : PassResult::kFailure;
+  if (!report.status.ok() || report.any_action_failed()) return PassResult::kFailure;
+  // Objects whose leaders did not describe them (an election under way): a wait, like a
+  // server that is not ready, not a failure that grows the backoff.
+  return report.plan.undescribed > 0 ? PassResult::kWaiting : PassResult::kSuccess;
 }
 
 template <typename M>

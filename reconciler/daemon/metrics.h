@@ -63,6 +63,8 @@ enum class PassResult { kSuccess, kFailure, kWaiting };
 const char* ToString(PassResult v);  // "success", "failure", "waiting"
 
 // Ok status and no failed action. Remaining drift that cannot be repaired is not a failure.
+// Waiting: the server is not ready, or some desired objects were not described by their
+// leaders (PlanResult::undescribed); the runner then retries soon, without a growing backoff.
 PassResult PassSucceeded(const PassReport& report);
 
 // A metric renamed to the mesh_reconciler_ prefix: `deprecated` is its 0.1.0 name, exported

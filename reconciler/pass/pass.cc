@@ -287,6 +287,28 @@ bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
   return true;
 }
 
+namespace {
+
+// Every object the server reports it cannot answer for: what /healthz names, then what a
+// clustered list names in "missing" (observers::UndescribedObject), foreign ones included.
+std::vector<observers::ObjectHealth> UnhealthyOf(const observers::ObservedState& observed) {
+  std::vector<observers::ObjectHealth> all = observed.server.unhealthy;
+  for (const observers::UndescribedObject& u : observed.jetstream.undescribed) {
+    observers::ObjectHealth h;
+    h.kind = u.consumer.empty() ? observers::ObjectHealth::Kind::kStream
+                                : observers::ObjectHealth::Kind::kConsumer;
+    h.stream = u.stream.str();
+    h.consumer = u.consumer.str();
+    h.error = (u.consumer.empty() ? "stream " + u.stream.str()
+                                  : "consumer " + u.stream.str() + " > " + u.consumer.str()) +
+              ": " + u.reason;
+    all.push_back(std::move(h));
+  }
+  return all;
+}
+
+}  // namespace
+
 bool Reconciler::Impl::Render(PassReport& report) {
   if (settings.users_file.empty()) {
     rendered = {};
@@ -633,7 +655,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     return report;
   }
   report.readiness = ServerReadiness::kReady;
-  report.unhealthy = observed->server.unhealthy;
+  report.unhealthy = UnhealthyOf(*observed);
   report.advisory_scope = ScopeOf(desired, *observed);
   deletions->SetScope(report.advisory_scope);
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
@@ -664,7 +686,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
       Finish(report, started);
       return report;
     }
-    report.unhealthy = observed->server.unhealthy;
+    report.unhealthy = UnhealthyOf(*observed);
     report.plan = Plan(desired, rendered, *observed, options);
   }
   RememberStreams(*observed);

@@ -232,6 +232,7 @@ class Planner {
     if (!options_.users_file_path.empty()) PlanUsersFile();
     PlanStreams();
     PlanConsumers();
+    AppendUndescribedProblem();
     AppendActions();
     return std::move(out_);
   }
@@ -304,6 +305,13 @@ class Planner {
     for (const StreamSpec& spec : desired_.streams) {
       const ObservedStream* observed = found.Find(StreamKey(spec));
       const observers::ObjectHealth* health = Health(spec.name, ConsumerName());
+      if (const observers::UndescribedObject* u = Undescribed(spec.name, ConsumerName())) {
+        // It exists, but no leader says what it holds: neither created nor compared, and its
+        // consumers are left alone with it (not in owned_streams_).
+        entries.emplace(spec.name, UndescribedEntry(ObjectKind::kStream, spec.name.str(), *u));
+        NoteUndescribed(spec.name.str());
+        continue;
+      }
       if (observed == nullptr && health != nullptr) {
         // The server holds a store under this name that it has not loaded: creating the name
         // now would write into it (or into a folder being removed under the new stream).
@@ -424,6 +432,13 @@ class Planner {
     for (const ConsumerSpec& spec : desired_.consumers) {
       if (owned_streams_.count(spec.stream) == 0) continue;  // its stream is not ours to touch
       const ObservedConsumer* observed = found.Find(ConsumerKeyOf(spec));
+      if (const observers::UndescribedObject* u = Undescribed(spec.stream, spec.durable)) {
+        entries.emplace(ConsumerKey(spec.stream, spec.durable),
+                        UndescribedEntry(ObjectKind::kConsumer,
+                                         ConsumerEntryName(spec.stream, spec.durable), *u));
+        NoteUndescribed(ConsumerEntryName(spec.stream, spec.durable));
+        continue;
+      }
       if (observed == nullptr) {
         DriftEntry entry =
             Entry(ObjectKind::kConsumer, ConsumerEntryName(spec.stream, spec.durable),
@@ -527,6 +542,37 @@ class Planner {
     return nullptr;
   }
 
+  // What a clustered server's list names in "missing" (observers::UndescribedObject).
+  const observers::UndescribedObject* Undescribed(const StreamName& stream,
+                                                  const ConsumerName& consumer) const {
+    for (const observers::UndescribedObject& u : observed_.jetstream.undescribed) {
+      if (u.stream == stream && u.consumer == consumer) return &u;
+    }
+    return nullptr;
+  }
+
+  void NoteUndescribed(const std::string& name) {
+    if (out_.undescribed++ == 0) first_undescribed_ = name;
+  }
+  // One problem for all of them (an election can leave hundreds undescribed at once).
+  void AppendUndescribedProblem() {
+    if (out_.undescribed == 0) return;
+    out_.problems.push_back(std::to_string(out_.undescribed) +
+                            " of the mesh's streams and consumers were not described by their "
+                            "leaders in time (first: " +
+                            first_undescribed_ +
+                            "): not compared, nor the consumers of such a stream; a later pass "
+                            "compares them");
+  }
+
+  // Unhealthy in the report's terms: present, and nothing the reconciler can do about it now.
+  static DriftEntry UndescribedEntry(ObjectKind kind, std::string name,
+                                     const observers::UndescribedObject& u) {
+    DriftEntry entry = Entry(kind, std::move(name), DriftState::kUnhealthy, Remedy::kReportOnly);
+    entry.note = u.reason + "; left alone until a leader describes it";
+    return entry;
+  }
+
   static DriftEntry UnhealthyEntry(std::string name, const observers::ObjectHealth& health) {
     DriftEntry entry =
         Entry(ObjectKind::kStream, std::move(name), DriftState::kUnhealthy, Remedy::kReportOnly);
@@ -591,6 +637,7 @@ class Planner {
 
   bool unsatisfiable_ = false;
   std::string unsatisfiable_note_;
+  std::string first_undescribed_;
   std::set<StreamName> owned_streams_;    // present with the mark, or desired and missing
   std::set<StreamName> missing_streams_;  // desired and absent
   std::set<StreamName> deleted_streams_;  // unexpected and pruned

@@ -107,6 +107,11 @@ struct PlanResult {
   std::vector<Action> actions;    // users file first, then streams, then consumers
   // Records-level problems found only against the live bus (e.g. replicas > cluster size).
   std::vector<std::string> problems;
+  // Desired streams and consumers that a clustered server's list named in "missing": no leader
+  // described them in time (observers::UndescribedObject). Each is an unhealthy entry that was
+  // not compared, and one problem names them (so the pass is not converged); the runner
+  // retries soon, as it waits for a server that is not ready, without growing a backoff.
+  size_t undescribed = 0;
   // Nothing to do and nothing wrong: no drift other than kUnhealthy (information), no action,
   // no problem.
   bool converged() const {

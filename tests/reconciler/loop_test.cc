@@ -303,6 +303,32 @@ TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop
         std::string::npos);
 }
 
+TEST_CASE("Objects no leader described are waited for too: retried soon, no growing backoff",
+          "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id <= 2) report.plan.undescribed = 3;  // an election under way
+    return report;
+  });
+  LoopOptions options = QuietOptions();
+  options.backoff_initial = std::chrono::hours(1);
+  options.backoff_cap = std::chrono::hours(1);
+  options.not_ready_wait = milliseconds(10);
+  Metrics metrics("test", "abc123");
+  Loop loop(options, &metrics);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
+  const auto calls = runner.calls();
+  CHECK(calls[1].trigger == Trigger::kRetry);
+  CHECK(calls[2].trigger == Trigger::kRetry);
+  const std::string text = metrics.Serialize();
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
+        std::string::npos);
+}
+
 TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
   ScriptedRunner runner;
   runner.SetScript([](const PassCall& call) {

@@ -616,6 +616,59 @@ TEST_CASE("consumers: missing, updated in place, report only", "[plan]") {
   }
 }
 
+TEST_CASE("objects a clustered list names in \"missing\": unhealthy, not compared, not converged",
+          "[plan]") {
+  Fixture f;
+  auto undescribed = [&](const std::string& stream, const std::string& consumer) {
+    f.observed.jetstream.undescribed.push_back(
+        {StreamName(stream), ConsumerName(consumer), "offline: peer n2 is offline"});
+  };
+
+  SECTION("a desired stream: neither created nor compared, nor its consumers") {
+    f.RemoveStream("DECL");  // the list gives no state for it
+    undescribed("DECL", "");
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 1);
+    CHECK(plan.drift[0].name == "DECL");
+    CHECK(plan.drift[0].state == DriftState::kUnhealthy);
+    CHECK(plan.drift[0].remedy == Remedy::kReportOnly);
+    CHECK(plan.drift[0].note.find("offline: peer n2 is offline") != std::string::npos);
+    CHECK(plan.actions.empty());  // DECL's consumers are not "missing"
+    CHECK(plan.undescribed == 1);
+    REQUIRE(plan.problems.size() == 1);
+    CHECK(plan.problems[0].find("(first: DECL)") != std::string::npos);
+    CHECK_FALSE(plan.converged());
+  }
+
+  SECTION("a desired consumer on a described stream: not created, the others compared") {
+    f.RemoveConsumer("DECL", "decl_node-a");
+    f.RemoveConsumer("DECL", "decl_node-b");
+    undescribed("DECL", "decl_node-a");
+    PlanResult plan = f.Run();
+    REQUIRE(plan.drift.size() == 2);
+    CHECK(Find(plan, "DECL/decl_node-a")->state == DriftState::kUnhealthy);
+    CHECK(Find(plan, "DECL/decl_node-b")->state == DriftState::kMissing);
+    CHECK(ActionNames(plan) == std::vector<std::string>{"create_consumer DECL/decl_node-b"});
+    CHECK(plan.undescribed == 1);
+  }
+
+  SECTION("another tenant's stream and consumer: nobody's drift, no problem") {
+    undescribed("TENANT", "");
+    undescribed("DECL", "someone_elses");
+    PlanResult plan = f.Run();
+    CHECK(plan.drift.empty());
+    CHECK(plan.problems.empty());
+    CHECK(plan.undescribed == 0);
+    CHECK(plan.converged());
+  }
+
+  SECTION("with --prune, an undescribed durable on an owned stream is not deleted") {
+    f.options.prune = Prune::kYes;
+    undescribed("DECL", "someone_elses");
+    CHECK(f.Run().actions.empty());
+  }
+}
+
 TEST_CASE("actions are ordered: users file, streams, consumers, each by create, update, delete",
           "[plan]") {
   Fixture f;
