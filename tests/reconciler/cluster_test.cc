@@ -236,15 +236,20 @@ TEST_CASE_METHOD(ConvergedCluster,
   std::vector<PassReport> reports = PassesUntilConverged(reconciler, pass_id);
   const PassReport& last = reports.back();
   INFO(FormatReportTable(last));
-  bool recreated = false;
+  // The create was sent (its answer may come after the request timeout, with a member down:
+  // seen on 2.9.10, the consumer created all the same), and the durable is back.
+  bool sent = false;
   for (const PassReport& report : reports) {
     for (const ActionOutcome& outcome : report.outcomes) {
-      recreated |= outcome.action.kind == ActionKind::kCreateConsumer &&
-                   outcome.action.name == lost.stream.str() + "/" + lost.durable.str() &&
-                   outcome.outcome == Outcome::kDone;
+      sent |= outcome.action.kind == ActionKind::kCreateConsumer &&
+              outcome.action.name == lost.stream.str() + "/" + lost.durable.str();
     }
   }
-  CHECK(recreated);
+  CHECK(sent);
+  observers::ApiReply info = bus->Request({"$JS.API.CONSUMER.INFO." + lost_subject, ""});
+  INFO(info.payload);
+  REQUIRE(info.status.ok());
+  CHECK(info.payload.find("\"error\"") == std::string::npos);
   // The tenant's streams are nobody's drift: never unexpected, never touched.
   for (const DriftEntry& entry : last.plan.drift) CHECK(entry.name.rfind("TENANT_", 0) != 0);
   CHECK(CountActions(last, {ActionKind::kCreateStream, ActionKind::kDeleteStream}) == 0);
