@@ -560,6 +560,14 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
 
 void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   report.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  // Until the hashes are done the users file lacks (or cannot prove) those credentials, so the
+  // pass is not converged, and says why; the hashing's end wakes the pass that writes it.
+  if (report.credentials_pending > 0) {
+    report.remaining_problems.push_back(
+        std::to_string(report.credentials_pending) +
+        " password(s) still being hashed: the users file is compared and written when they "
+        "are done");
+  }
   if (bus) {
     report.api_requests = bus->requests_sent() - requests_before;
     if (auto expiry = bus->certificate_expiry()) certificate_expiry = expiry;

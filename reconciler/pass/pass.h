@@ -86,7 +86,7 @@ struct PassReport {
   int64_t passwords_hashed = 0;
   // Plain passwords still being hashed on the background threads (the daemon): while non-zero
   // the users file is left as it is (or given the reconciler's own entry first), and JetStream
-  // is repaired all the same.
+  // is repaired all the same; the pass is not converged (a remaining problem says so).
   int64_t credentials_pending = 0;
   UsersFileCheck users_file_check = UsersFileCheck::kNone;
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
