@@ -273,60 +273,59 @@ TEST_CASE("Failed passes are retried with growing delays until one succeeds", "[
   CHECK(Forced(loop).pass_id == 5);
 }
 
-TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop]") {
+// Runs `script` until `passes` passes have finished, with a backoff of an hour: were a wait
+// counted as a failure, the second pass would come an hour later. Returns the calls and the
+// metrics' text.
+std::pair<std::vector<PassCall>, std::string> RunWaits(ScriptedRunner::Script script,
+                                                       size_t passes) {
   ScriptedRunner runner;
-  runner.SetScript([](const PassCall& call) {
-    PassReport report = ScriptedRunner::OkReport(call);
-    if (call.pass_id <= 5) {
-      report.readiness = ServerReadiness::kNotReady;
-      report.status = Status(Errc::kUnavailable, "server not ready: JetStream not enabled");
-    }
-    return report;
-  });
+  runner.SetScript(std::move(script));
   LoopOptions options = QuietOptions();
-  // Were a wait a failure, the second pass would come an hour later.
   options.backoff_initial = std::chrono::hours(1);
   options.backoff_cap = std::chrono::hours(1);
   options.not_ready_wait = milliseconds(10);
   Metrics metrics("test", "abc123");
   Loop loop(options, &metrics);
   loop.Start(runner);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 6; }));
-  const auto calls = runner.calls();
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == passes; }));
+  return {runner.calls(), metrics.Serialize()};
+}
+
+bool Has(const std::string& text, const std::string& series) {
+  return text.find(series) != std::string::npos;
+}
+
+TEST_CASE("A server that is not ready is waited for: no growing backoff", "[loop]") {
+  auto [calls, text] = RunWaits(
+      [](const PassCall& call) {
+        PassReport report = ScriptedRunner::OkReport(call);
+        if (call.pass_id <= 5) {
+          report.readiness = ServerReadiness::kNotReady;
+          report.status = Status(Errc::kUnavailable, "server not ready: JetStream not enabled");
+        }
+        return report;
+      },
+      6);
   for (size_t i = 1; i < 6; ++i) CHECK(calls[i].trigger == Trigger::kRetry);
-  const std::string text = metrics.Serialize();
-  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
-        std::string::npos);
-  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"retry\"} 4") !=
-        std::string::npos);
-  CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
-        std::string::npos);
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1"));
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"waiting\",trigger=\"retry\"} 4"));
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1"));
 }
 
 TEST_CASE("Objects no leader described are waited for too: retried soon, no growing backoff",
           "[loop]") {
-  ScriptedRunner runner;
-  runner.SetScript([](const PassCall& call) {
-    PassReport report = ScriptedRunner::OkReport(call);
-    if (call.pass_id <= 2) report.plan.undescribed = 3;  // an election under way
-    return report;
-  });
-  LoopOptions options = QuietOptions();
-  options.backoff_initial = std::chrono::hours(1);
-  options.backoff_cap = std::chrono::hours(1);
-  options.not_ready_wait = milliseconds(10);
-  Metrics metrics("test", "abc123");
-  Loop loop(options, &metrics);
-  loop.Start(runner);
-  REQUIRE(WaitFor([&] { return loop.passes_finished() == 3; }));
-  const auto calls = runner.calls();
+  auto [calls, text] = RunWaits(
+      [](const PassCall& call) {
+        PassReport report = ScriptedRunner::OkReport(call);
+        if (call.pass_id <= 2) report.plan.undescribed = 3;  // an election under way
+        return report;
+      },
+      3);
   CHECK(calls[1].trigger == Trigger::kRetry);
   CHECK(calls[2].trigger == Trigger::kRetry);
-  const std::string text = metrics.Serialize();
-  CHECK(text.find("mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1") !=
-        std::string::npos);
-  CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
-        std::string::npos);
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"waiting\",trigger=\"start\"} 1"));
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"waiting\",trigger=\"retry\"} 1"));
+  CHECK(Has(text, "mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1"));
 }
 
 TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
