@@ -17,8 +17,10 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "model/thread_safety.h"
 #include "model/users_file.h"
@@ -179,7 +181,7 @@ struct Reconciler::Impl {
 
   // Each step fills `report` and returns false (or an error) when the pass cannot go on.
   bool LoadRecordsFile(PassReport& report);
-  bool DeriveAndRender(PassReport& report);
+  bool DeriveAndRender(PassReport& report);  // from the records LoadRecordsFile kept
   bool Render(PassReport& report);
   // Renders inline, hashing whatever is needed; the hasher must be here (not in a job).
   bool RenderInline(PassReport& report, const std::string& existing);
@@ -225,6 +227,8 @@ struct Reconciler::Impl {
   std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
   std::unique_ptr<observers::BusConnection> bus;
   int64_t requests_before = 0;  // bus->requests_sent() when this pass began using the bus
+  // This pass's early connect (Run), until the first Observe takes it.
+  std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
@@ -272,7 +276,6 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
 }
 
 bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
-  if (!LoadRecordsFile(report)) return false;
   if (!derived_from || !(*derived_from == *last_valid)) {
     desired = model::Derive(*last_valid, OwnIdentity(settings));
     derived_from = *last_valid;
@@ -544,7 +547,10 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
     observed = ObserveFileAndServer(settings);
     if (Status ready = check_ready(); !ready.ok()) return ready;
   }
-  Status connected = Connect(pass_id);
+  // A connection this pass already tried (Run) is not tried again: a refused password would
+  // otherwise be refused twice, and logged twice by the server.
+  Status connected =
+      connect_attempt ? *std::exchange(connect_attempt, std::nullopt) : Connect(pass_id);
   Result<observers::ObservedJetStream> jetstream =
       connected.ok() ? observers::ObserveJetStream(
                            *bus, observers::ObserveScope{model::OwnershipMark(desired.mesh)})
@@ -626,7 +632,24 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   if (lease) report.lease.role = LeaseRole::kUnknown;
   requests_before = bus ? bus->requests_sent() : 0;
-  if (!DeriveAndRender(report)) {
+  // The records first: with none ever valid the pass stops here and touches no bus.
+  if (!LoadRecordsFile(report)) {
+    Finish(report, started);
+    return report;
+  }
+  // A new connection costs the server one bcrypt of our password (at the users file's cost),
+  // and rendering costs us one more (the hasher's key) plus the file's proof: one after the
+  // other, every process paid both before its first request. So the connection is opened while
+  // the records are derived and rendered (Connect touches only the bus; they never do), and
+  // Observe takes this attempt rather than making one of its own.
+  std::future<Status> connecting;
+  connect_attempt.reset();
+  if (!bus || !bus->connected()) {
+    connecting = std::async(std::launch::async, [this, pass_id] { return Connect(pass_id); });
+  }
+  const bool derived = DeriveAndRender(report);
+  if (connecting.valid()) connect_attempt = connecting.get();  // Observe's to report
+  if (!derived) {
     Finish(report, started);
     return report;
   }

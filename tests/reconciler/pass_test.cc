@@ -835,5 +835,26 @@ TEST_CASE("an unreachable monitor or bus: the pass reports why and plans nothing
   }
 }
 
+// A pass opens its connection while it renders (the server's bcrypt of our password and ours of
+// the hasher's key at once), and Observe takes that attempt instead of making its own: a refused
+// password costs the server one check per pass, and on-call finds one refusal in its log.
+TEST_CASE("a refused password: one attempt per pass, one refusal in the server's log",
+          "[pass][integration][server]") {
+  Fresh f;
+  Settings settings = f.mesh.PassSettings();
+  settings.bus.password = "not-the-reconciler-password";
+  const std::string before = mesh::testing::ReadFile(f.mesh.server->log_file());
+  PassReport report = Reconciler(settings).RunPass(1, Trigger::kOnce, ApplyMode::kObserveOnly);
+  CHECK(report.status.code() == Errc::kRefused);
+  CHECK(report.status.message().find("not-the-reconciler-password") == std::string::npos);
+  const std::string log = mesh::testing::ReadFile(f.mesh.server->log_file()).substr(before.size());
+  size_t refusals = 0;
+  for (size_t at = log.find("authentication error"); at != std::string::npos;
+       at = log.find("authentication error", at + 1)) {
+    ++refusals;
+  }
+  CHECK(refusals == 1);
+}
+
 }  // namespace
 }  // namespace mesh::reconciler
