@@ -249,6 +249,12 @@ Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,
                                                  UsersScope scope,
                                                  const BcryptHasher::Progress& progress) {
   hasher.Adopt(desired, ReusableHashes(desired, existing, hasher.digest_key(), hasher.cost()));
+  return RenderUsersFileCached(desired, hasher, scope, progress);
+}
+
+Result<RenderedUsersFile> RenderUsersFileCached(const DesiredState& desired, BcryptHasher& hasher,
+                                                UsersScope scope,
+                                                const BcryptHasher::Progress& progress) {
   Result<HashedCredentials> hashes = hasher.HashAll(desired, progress);
   if (!hashes.ok()) return hashes.status();
   Result<CredentialDigests> digests = DigestAll(desired, *hashes, hasher.digest_key());

@@ -92,6 +92,13 @@ class BcryptHasher {
   std::unique_ptr<Impl> impl_;
 };
 
+// The users file for `desired` from the hasher's cache, hashing only what it lacks, with every
+// digest. For a caller that has already adopted what the file on disk proves (ReusableHashes,
+// then hasher.Adopt): proving it again would scan the file and check every digest twice.
+Result<RenderedUsersFile> RenderUsersFileCached(const DesiredState& desired, BcryptHasher& hasher,
+                                                UsersScope scope = UsersScope::kServer,
+                                                const BcryptHasher::Progress& progress = {});
+
 // The users file for `desired`, reusing every hash of `existing` (the users file as found, or
 // empty) that its digest proves, and hashing only the rest, with their digests.
 Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,

@@ -140,7 +140,6 @@ Status ServerReady(const observers::ObservedServer& server) {
 struct HashJob {
   model::Records from;          // the records `desired` was derived from
   model::DesiredState desired;  // what it renders
-  std::string existing;         // the users file it reuses from
   std::unique_ptr<model::BcryptHasher> hasher;
   std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`
   std::atomic<bool> finished{false};
@@ -183,8 +182,9 @@ struct Reconciler::Impl {
   bool LoadRecordsFile(PassReport& report);
   bool DeriveAndRender(PassReport& report);  // from the records LoadRecordsFile kept
   bool Render(PassReport& report);
-  // Renders inline, hashing whatever is needed; the hasher must be here (not in a job).
-  bool RenderInline(PassReport& report, const std::string& existing);
+  // Renders inline from the hasher's cache (Render has adopted what the file proves), hashing
+  // whatever is missing; the hasher must be here (not in a job).
+  bool RenderInline(PassReport& report);
   // Starts the background job for `desired`; first gives `rendered` the interim file when the
   // users file on disk lacks (a proven) entry of the reconciler's own. False: render inline.
   bool StartHashJob(PassReport& report, const std::string& existing,
@@ -347,13 +347,13 @@ bool Reconciler::Impl::Render(PassReport& report) {
   if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
     return true;
   }
-  return RenderInline(report, existing);
+  return RenderInline(report);
 }
 
-bool Reconciler::Impl::RenderInline(PassReport& report, const std::string& existing) {
+bool Reconciler::Impl::RenderInline(PassReport& report) {
   const uint64_t calls_before = hasher->bcrypt_calls();
   Result<model::RenderedUsersFile> file =
-      model::RenderUsersFileReusing(desired, existing, *hasher, settings.users_scope);
+      model::RenderUsersFileCached(desired, *hasher, settings.users_scope);
   if (!file.ok()) {
     report.status = file.status();
     return false;
@@ -414,7 +414,6 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
   job = std::make_unique<HashJob>();
   job->from = *derived_from;
   job->desired = desired;
-  job->existing = existing;
   job->pending = static_cast<int64_t>(hasher->Uncached(desired));
   job->hasher = std::move(hasher);
   const int64_t total = job->pending.load();
@@ -445,7 +444,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
       }
       return !j->cancelled.load();
     };
-    j->result = model::RenderUsersFileReusing(j->desired, j->existing, *j->hasher, scope, progress);
+    j->result = model::RenderUsersFileCached(j->desired, *j->hasher, scope, progress);
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f",
                   std::chrono::duration<double>(Clock::now() - started).count());

@@ -82,6 +82,13 @@ TEST_CASE("digests: a second process reuses every unchanged hash, bcrypt is not 
   const RenderedUsersFile again = Reuse(desired, written.bytes, second);
   CHECK(second.bcrypt_calls() == 0);
   CHECK(again.bytes == written.bytes);
+  // What the pass does: prove once, adopt, then render from the cache alone.
+  BcryptHasher adopted(kReconcilerPassword, kCheapCost);
+  adopted.Adopt(desired, ReusableHashes(desired, written.bytes, adopted.digest_key(), kCheapCost));
+  Result<RenderedUsersFile> cached = RenderUsersFileCached(desired, adopted);
+  REQUIRE(cached.ok());
+  CHECK(adopted.bcrypt_calls() == 0);
+  CHECK(cached->bytes == written.bytes);
   // And the reuse works from a file in another layout (e.g. one account's entries only).
   std::string one_entry = "users: [\n" + written.blocks.at(UserName("billing")) + "]\n";
   BcryptHasher third(kReconcilerPassword, kCheapCost);
