@@ -136,13 +136,16 @@ Status ServerReady(const observers::ObservedServer& server) {
   return Status(Errc::kUnavailable, "server not ready: " + server.not_ready_reason);
 }
 
-// Background hashing waits while a pass runs. Its threads run at kHashingNice, but a nice value
-// only weighs against threads of the same cgroup, and on 2 cores even nice 19 hashing slowed
-// the creations of an empty-store restore (restart_bench: 3.6 s instead of 2.8 s until every
-// stream and consumer was back); in a pod nats-server is another container, where nice counts
-// for nothing. So every pass holds this gate, and a hashing thread that has finished its
-// current password waits until no pass holds it (or the job is cancelled). Passes are short and
-// rare next to the minute of hashing that a restart with thousands of passwords may need.
+// Background hashing waits while a pass changes streams and consumers. Its threads run at
+// kHashingNice, but a nice value only weighs against threads of the same cgroup, and on 2 cores
+// even nice 19 hashing slowed the creations of an empty-store restore (restart_bench: 3.6 s
+// instead of 2.8 s until every stream and consumer was back); in a pod nats-server is another
+// container, where nice counts for nothing. So a pass holds this gate while it applies
+// JetStream actions (ChangesJetStream), and a hashing thread that has finished its current
+// password waits until no pass holds it (or the job is cancelled). Not for the whole pass: a
+// client forcing passes back to back while it polls for convergence kept the hashing waiting
+// (in one loaded run, 4 passwords at cost 12 took 14.5 s while 454 such passes ran, and a
+// daemon test timed out), and a pass that changes nothing has no creations to protect.
 class PassGate {
  public:
   void Hold() EXCLUDES(mutex_) {
@@ -174,7 +177,7 @@ class PassGate {
   int holders_ GUARDED_BY(mutex_) = 0;
 };
 
-// A pass's hold on the gate, for its whole length.
+// A hold on the gate for a scope (an apply).
 class PassGateHold {
  public:
   explicit PassGateHold(PassGate& gate) : gate_(gate) { gate_.Hold(); }
@@ -297,7 +300,7 @@ struct Reconciler::Impl {
   // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
   enum class UsersFile { kReady, kInterim, kPending } users_state = UsersFile::kPending;
   std::optional<BackgroundHashing> background;
-  PassGate gate;  // held by every pass; the job's threads wait on it
+  PassGate gate;  // held while a pass applies JetStream actions; the job's threads wait on it
   std::unique_ptr<HashJob> job;
 };
 
@@ -343,6 +346,12 @@ bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
 }
 
 namespace {
+
+// Whether `actions` change streams or consumers (not only the users file).
+bool ChangesJetStream(const std::vector<Action>& actions) {
+  return std::any_of(actions.begin(), actions.end(),
+                     [](const Action& a) { return KindOf(a.kind) != ObjectKind::kUsersFile; });
+}
 
 // Every object the server reports it cannot answer for: what /healthz names, then what a
 // clustered list names in "missing" (observers::UndescribedObject), foreign ones included.
@@ -676,7 +685,6 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
 PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                                  const std::set<StreamName>& named) {
   const Clock::time_point started = Clock::now();
-  const PassGateHold holding(gate);
   PassReport report;
   report.pass_id = pass_id;
   report.trigger = trigger;
@@ -790,7 +798,10 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     targets.pid_file = settings.pid_file;
     targets.monitor_url = settings.monitor_url;
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    std::optional<PassGateHold> holding;
+    if (ChangesJetStream(allowed)) holding.emplace(gate);
     report.outcomes = Apply(std::move(allowed), targets);
+    holding.reset();
     Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
     if (!after.ok()) {
       report.status =
@@ -979,6 +990,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     ApplyTargets targets;
     targets.bus = bus.get();
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    const PassGateHold holding(gate);  // only streams and consumers here
     report.outcomes = Apply(std::move(actions), targets);
   }
   std::string names;
