@@ -243,6 +243,10 @@ void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStrea
   if (!decoded.ok()) return;
   ObservedStream stream{std::move(decoded->spec), Compact(*config), std::move(decoded->problem)};
   stream.max_consumers = Int(*config, "max_consumers", -1);
+  if (const rapidjson::Value* state = Member(item, "state");
+      state != nullptr && state->IsObject()) {
+    stream.consumer_count = Int(*state, "consumer_count", -1);
+  }
   if (const rapidjson::Value* cluster = Member(item, "cluster");
       cluster != nullptr && cluster->IsObject()) {
     clustered = true;
@@ -321,7 +325,16 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
   };
   std::vector<Pending> pending;
   for (const ObservedStream& stream : out.streams) {
-    if (scope.Covers(stream)) pending.push_back({stream.config.name.str(), 0});
+    if (!scope.Covers(stream)) continue;
+    if (scope.known_consumers != nullptr) {
+      auto known = scope.known_consumers->find(stream.config.name);
+      if (known != scope.known_consumers->end() &&
+          stream.consumer_count == static_cast<int64_t>(known->second.size())) {
+        out.consumers.insert(out.consumers.end(), known->second.begin(), known->second.end());
+        continue;
+      }
+    }
+    pending.push_back({stream.config.name.str(), 0});
   }
   std::set<std::string> vanished;  // deleted between the two lists
   std::map<std::pair<std::string, std::string>, std::string> undescribed;

@@ -6,10 +6,12 @@
 // Thread-safety: call from the thread that owns the BusConnection.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/desired.h"
 #include "model/result.h"
@@ -32,9 +34,17 @@ std::optional<ApiError> ParseApiError(std::string_view payload);
 // ownership mark. A desired name present without the mark is someone else's (conventions 7.2)
 // and its consumers are never examined, so they are not listed either: KV buckets, foreign
 // streams and their consumers cost no request and can never fail a pass.
+// Consumers by the stream they are on.
+using KnownConsumers = std::map<StreamName, std::vector<ObservedConsumer>>;
+
 struct ObserveScope {
   // The mesh's ownership mark (model::OwnershipMark); nullopt lists consumers on every stream.
   std::optional<std::string> ownership_mark;
+  // Streams whose every consumer the caller already has from the server's own answers (a pass,
+  // for a stream it created: the acknowledged creations of its consumers). When the stream as
+  // listed counts exactly that many consumers, they are taken as given and not listed again;
+  // any other count (one added, deleted or not yet counted meanwhile) lists them as usual.
+  const KnownConsumers* known_consumers = nullptr;
   bool Covers(const ObservedStream& stream) const;
 };
 

@@ -24,6 +24,9 @@ struct ObservedStream {
   // The stream's own limit on its consumers ("max_consumers"; not a field the mesh owns): 0 or
   // -1 when it has none, and then the server's default applies (ObservedServer).
   int64_t max_consumers = -1;
+  // How many consumers the server counts on it ("state.consumer_count", ephemerals included);
+  // -1 when the answer did not say.
+  int64_t consumer_count = -1;
 };
 
 struct ObservedConsumer {

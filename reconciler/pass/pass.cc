@@ -248,8 +248,10 @@ struct Reconciler::Impl {
   void StopHashJob();
   Status Connect(uint64_t pass_id);
   // `readiness` is set to kNotReady when the gate stopped the observation.
+  // `known`: consumers already known from this pass's acknowledged creations (ObserveScope).
   Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate,
-                                           ServerReadiness* readiness = nullptr);
+                                           ServerReadiness* readiness = nullptr,
+                                           const observers::KnownConsumers* known = nullptr);
   // Before recreating a stream that the previous observation saw (deleted since), waits until
   // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
   // the caller observes and plans again.
@@ -351,6 +353,38 @@ namespace {
 bool ChangesJetStream(const std::vector<Action>& actions) {
   return std::any_of(actions.begin(), actions.end(),
                      [](const Action& a) { return KindOf(a.kind) != ObjectKind::kUsersFile; });
+}
+
+// The streams this pass created, each with the consumers it then created on it, as the server
+// acknowledged them: the observation after apply takes these instead of listing the stream's
+// consumers again when the stream counts exactly that many (ObserveScope::known_consumers).
+// After a store wipe that is every stream: the re-listing of 636 requests on the Large mesh
+// (0.16 s) becomes the stream list alone. A stream on which any consumer action did not succeed
+// is left out, and listed.
+observers::KnownConsumers CreatedConsumers(const std::vector<ActionOutcome>& outcomes) {
+  observers::KnownConsumers known;
+  for (const ActionOutcome& o : outcomes) {
+    if (o.action.kind == ActionKind::kCreateStream && o.outcome == Outcome::kDone &&
+        o.action.stream) {
+      known[o.action.stream->name];
+    }
+  }
+  std::set<StreamName> unsure;
+  for (const ActionOutcome& o : outcomes) {
+    if (KindOf(o.action.kind) != ObjectKind::kConsumer) continue;
+    const StreamName& stream =
+        o.action.consumer ? o.action.consumer->stream : o.action.target_stream;
+    auto it = known.find(stream);
+    if (it == known.end()) continue;
+    if (o.action.kind == ActionKind::kCreateConsumer && o.outcome == Outcome::kDone &&
+        o.action.consumer) {
+      it->second.push_back({*o.action.consumer, std::string(), std::string()});
+    } else {
+      unsure.insert(stream);
+    }
+  }
+  for (const StreamName& stream : unsure) known.erase(stream);
+  return known;
 }
 
 // Every object the server reports it cannot answer for: what /healthz names, then what a
@@ -589,7 +623,8 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 // Without one, readiness is checked before connecting, so that a server that is down costs no
 // connect timeout.
 Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate,
-                                                           ServerReadiness* readiness) {
+                                                           ServerReadiness* readiness,
+                                                           const observers::KnownConsumers* known) {
   const bool overlap = bus && bus->connected();
   std::future<observers::ObservedState> side;
   observers::ObservedState observed;
@@ -615,9 +650,10 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
   // otherwise be refused twice, and logged twice by the server.
   Status connected =
       connect_attempt ? *std::exchange(connect_attempt, std::nullopt) : Connect(pass_id);
+  observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
+  scope.known_consumers = known;
   Result<observers::ObservedJetStream> jetstream =
-      connected.ok() ? observers::ObserveJetStream(
-                           *bus, observers::ObserveScope{model::OwnershipMark(desired.mesh)})
+      connected.ok() ? observers::ObserveJetStream(*bus, scope)
                      : Result<observers::ObservedJetStream>(connected);
   if (overlap) {
     observed = side.get();
@@ -802,7 +838,9 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     if (ChangesJetStream(allowed)) holding.emplace(gate);
     report.outcomes = Apply(std::move(allowed), targets);
     holding.reset();
-    Result<observers::ObservedState> after = Observe(pass_id, ReadinessGate::kNotRequired);
+    const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
+    Result<observers::ObservedState> after =
+        Observe(pass_id, ReadinessGate::kNotRequired, nullptr, &known);
     if (!after.ok()) {
       report.status =
           Status(after.status().code(), "observing after apply: " + after.status().message());

@@ -286,6 +286,50 @@ TEST_CASE("Derived streams and consumers read back exactly as derived",
   }
 }
 
+// A pass that created a stream and its consumers passes them as known (ObserveScope): they are
+// taken as given only while the stream, as listed, counts exactly that many consumers.
+TEST_CASE("known consumers are not listed again while the stream counts exactly them",
+          "[observers][integration][server]") {
+  StreamSpec stream;
+  stream.name = StreamName("KNOWN");
+  stream.subjects = {"known.>"};
+  ConsumerSpec first;
+  first.stream = stream.name;
+  first.durable = ConsumerName("first");
+  first.filter_subject = "known.a";
+  ConsumerSpec second = first;
+  second.durable = ConsumerName("second");
+  second.filter_subject = "known.b";
+  auto server = StartServer();
+  auto bus = Connect(*server);
+  Create(*bus, {stream}, {first, second});
+
+  KnownConsumers known;
+  ObserveScope scope;
+  scope.known_consumers = &known;
+  SECTION("both known: the stream list alone, the known entries as given") {
+    known[stream.name] = {{first, "", ""}, {second, "", ""}};
+    auto observed = ObserveJetStream(*bus, scope);
+    REQUIRE(observed.ok());
+    CHECK(observed->api_requests == 1);
+    REQUIRE(observed->streams.size() == 1);
+    CHECK(observed->streams[0].consumer_count == 2);
+    REQUIRE(observed->consumers.size() == 2);
+    CHECK(observed->consumers[0].config == first);
+    CHECK(observed->consumers[0].raw_config.empty());  // as given, not as listed
+  }
+  SECTION("one of two known: the count differs, the consumers are listed") {
+    known[stream.name] = {{first, "", ""}};
+    auto observed = ObserveJetStream(*bus, scope);
+    REQUIRE(observed.ok());
+    CHECK(observed->api_requests == 2);
+    REQUIRE(observed->consumers.size() == 2);
+    CHECK(observed->consumers[0].config == first);
+    CHECK_FALSE(observed->consumers[0].raw_config.empty());  // as the server listed it
+    CHECK(observed->consumers[1].config == second);
+  }
+}
+
 TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through every list",
           "[observers][integration][server]") {
   auto server = StartServer();
