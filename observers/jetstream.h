@@ -29,13 +29,14 @@ struct ApiError {
 // nullopt when the answer carries no "error" object.
 std::optional<ApiError> ParseApiError(std::string_view payload);
 
+// Consumers by the stream they are on.
+using KnownConsumers = std::map<StreamName, std::vector<ObservedConsumer>>;
+
 // Whose consumers are listed. Every stream of the account is listed (a stream list is one
 // request per 256 streams), but consumers only on the streams the mesh owns: those carrying its
 // ownership mark. A desired name present without the mark is someone else's (conventions 7.2)
 // and its consumers are never examined, so they are not listed either: KV buckets, foreign
 // streams and their consumers cost no request and can never fail a pass.
-// Consumers by the stream they are on.
-using KnownConsumers = std::map<StreamName, std::vector<ObservedConsumer>>;
 
 struct ObserveScope {
   // The mesh's ownership mark (model::OwnershipMark); nullopt lists consumers on every stream.

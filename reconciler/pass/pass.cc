@@ -620,8 +620,9 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 
 // With a live connection, the users file and the monitoring endpoint are read on a second
 // thread while JetStream is listed (the pass's wall time is then the longest of the two).
-// Without one, readiness is checked before connecting, so that a server that is down costs no
-// connect timeout.
+// Without one (Run's early attempt failed, or a later Observe found it lost), readiness is
+// checked before connecting, so that a server that is down or not yet ready is reported as
+// such rather than as the failed connect.
 Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate,
                                                            ServerReadiness* readiness,
                                                            const observers::KnownConsumers* known) {
