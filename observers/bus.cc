@@ -121,6 +121,78 @@ std::string AuthAdvice(const BusSettings& settings) {
          "rendered, another --user, or another server)";
 }
 
+// A connection's options and the TLS observations its handshakes record (null on plaintext).
+struct PreparedOptions {
+  OptionsPtr options;
+  std::shared_ptr<const TlsObservations> tls;
+};
+
+// The options of a connection to `urls` (credentials stripped) as settings.user, its replies
+// under `inbox_prefix`, reconnecting forever and reporting to the sink behind `closure`; errors
+// start with `context`.
+Result<PreparedOptions> PrepareOptions(const BusSettings& settings,
+                                       const std::vector<std::string>& urls,
+                                       const std::string& inbox_prefix, void* closure,
+                                       const std::string& context) {
+  PreparedOptions out;
+  natsOptions* raw_options = nullptr;
+  natsStatus s = natsOptions_Create(&raw_options);
+  out.options.reset(raw_options);
+  if (s != NATS_OK) return NatsError(s, context);
+
+  std::vector<const char*> servers;
+  for (const std::string& url : urls) servers.push_back(url.c_str());
+  s = natsOptions_SetServers(out.options.get(), servers.data(), static_cast<int>(servers.size()));
+  if (s == NATS_OK && !settings.user.empty()) {
+    s = natsOptions_SetUserInfo(out.options.get(), settings.user.c_str(),
+                                settings.password.c_str());
+  }
+  if (s == NATS_OK) s = natsOptions_SetCustomInboxPrefix(out.options.get(), inbox_prefix.c_str());
+  // A sync subscription cannot tell which request a "no responders" status answered (cnats
+  // drops it), so without responders a request simply times out like any other.
+  if (s == NATS_OK) s = natsOptions_DisableNoResponders(out.options.get(), true);
+  if (s == NATS_OK) s = natsOptions_SetName(out.options.get(), settings.user.c_str());
+  if (s == NATS_OK) {
+    s = natsOptions_SetTimeout(out.options.get(), settings.connect_timeout.count());
+  }
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(out.options.get(), kForever);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(out.options.get(), kReconnectWaitMs);
+  // A frozen server (SIGSTOP, a hung host) keeps its sockets open, so only silence shows it.
+  // During a pass RequestMany sees it at the request timeout (answering()); between passes a
+  // PING every two request timeouts, the second unanswered one marking the connection stale
+  // (disconnected, then reconnected when the server answers again): at most four request
+  // timeouts. cnats' default (a PING every two minutes, two outstanding) took four minutes.
+  if (s == NATS_OK) s = natsOptions_SetPingInterval(out.options.get(), PingIntervalMs(settings));
+  if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(out.options.get(), kMaxPingsOut);
+  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(out.options.get(), OnDisconnected, closure);
+  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(out.options.get(), OnReconnected, closure);
+  if (s != NATS_OK) return NatsError(s, context);
+  if (TlsModeOf(settings) != TlsMode::kPlain) {
+    auto tls = InstallTlsTrust(out.options.get(), settings);
+    if (!tls.ok()) return Status(tls.status().code(), context + ": " + tls.status().message());
+    out.tls = std::move(*tls);
+  }
+  return out;
+}
+
+// Connects with `prepared`; a refusal (TLS trust, credentials) is kRefused with what to do.
+Result<ConnectionPtr> ConnectWith(const PreparedOptions& prepared, const BusSettings& settings,
+                                  const std::string& context) {
+  natsConnection* raw_connection = nullptr;
+  natsStatus s = natsConnection_Connect(&raw_connection, prepared.options.get());
+  ConnectionPtr connection(raw_connection);
+  if (s != NATS_OK) {
+    Status error = NatsError(s, context);
+    if (prepared.tls && !prepared.tls->rejection().empty()) {
+      error = Status(Errc::kRefused, error.message() + ": " + prepared.tls->rejection());
+    } else if (s == NATS_CONNECTION_AUTH_FAILED) {
+      error = Status(Errc::kRefused, error.message() + ": " + AuthAdvice(settings));
+    }
+    return error;
+  }
+  return connection;
+}
+
 }  // namespace
 
 struct BusConnection::Impl {
@@ -186,55 +258,12 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   impl.sink_id = SinkRegistry::Get().Register(std::move(events));
   void* closure = reinterpret_cast<void*>(impl.sink_id);
 
-  natsOptions* raw_options = nullptr;
-  natsStatus s = natsOptions_Create(&raw_options);
-  OptionsPtr options(raw_options);
-  if (s != NATS_OK) return NatsError(s, context);
-
-  std::vector<const char*> servers;
-  for (const std::string& url : urls) servers.push_back(url.c_str());
-  const std::string inbox_prefix = impl.InboxPrefix();
-  s = natsOptions_SetServers(options.get(), servers.data(), static_cast<int>(servers.size()));
-  if (s == NATS_OK && !settings.user.empty()) {
-    s = natsOptions_SetUserInfo(options.get(), settings.user.c_str(), settings.password.c_str());
-  }
-  if (s == NATS_OK) s = natsOptions_SetCustomInboxPrefix(options.get(), inbox_prefix.c_str());
-  // A sync subscription cannot tell which request a "no responders" status answered (cnats
-  // drops it), so without responders a request simply times out like any other.
-  if (s == NATS_OK) s = natsOptions_DisableNoResponders(options.get(), true);
-  if (s == NATS_OK) s = natsOptions_SetName(options.get(), settings.user.c_str());
-  if (s == NATS_OK) s = natsOptions_SetTimeout(options.get(), settings.connect_timeout.count());
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(options.get(), kForever);
-  if (s == NATS_OK) s = natsOptions_SetReconnectWait(options.get(), kReconnectWaitMs);
-  // A frozen server (SIGSTOP, a hung host) keeps its sockets open, so only silence shows it.
-  // During a pass RequestMany sees it at the request timeout (answering()); between passes a
-  // PING every two request timeouts, the second unanswered one marking the connection stale
-  // (disconnected, then reconnected when the server answers again): at most four request
-  // timeouts. cnats' default (a PING every two minutes, two outstanding) took four minutes.
-  if (s == NATS_OK) s = natsOptions_SetPingInterval(options.get(), PingIntervalMs(settings));
-  if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(options.get(), kMaxPingsOut);
-  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(options.get(), OnDisconnected, closure);
-  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(options.get(), OnReconnected, closure);
-  if (s != NATS_OK) return NatsError(s, context);
-  if (tls_mode != TlsMode::kPlain) {
-    auto tls = InstallTlsTrust(options.get(), settings);
-    if (!tls.ok()) return Status(tls.status().code(), context + ": " + tls.status().message());
-    impl.tls = std::move(*tls);
-  }
-
-  natsConnection* raw_connection = nullptr;
-  s = natsConnection_Connect(&raw_connection, options.get());
-  ConnectionPtr connection(raw_connection);
-  if (s != NATS_OK) {
-    Status error = NatsError(s, context);
-    if (impl.tls && !impl.tls->rejection().empty()) {
-      error = Status(Errc::kRefused, error.message() + ": " + impl.tls->rejection());
-    } else if (s == NATS_CONNECTION_AUTH_FAILED) {
-      error = Status(Errc::kRefused, error.message() + ": " + AuthAdvice(settings));
-    }
-    return error;
-  }
-  impl.connection = std::move(connection);
+  auto prepared = PrepareOptions(settings, urls, impl.InboxPrefix(), closure, context);
+  if (!prepared.ok()) return prepared.status();
+  impl.tls = prepared->tls;
+  auto connection = ConnectWith(*prepared, settings, context);
+  if (!connection.ok()) return connection.status();
+  impl.connection = std::move(*connection);
   return bus;
 }
 
