@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "model/thread_safety.h"
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
+#include "observers/server_version.h"
 #include "observers/tls_trust.h"
 #include "observers/url.h"
 
@@ -33,6 +35,9 @@ constexpr int64_t kMinPingIntervalMs = 1000;
 constexpr int kMaxPingsOut = 1;
 // How often RequestMany looks at the connection while it waits for answers.
 constexpr auto kConnectionCheck = std::chrono::milliseconds(50);
+// Lanes (Spread::kLanes) unused this long are closed at the next request; lanes that failed to
+// open are not tried again for as long.
+constexpr auto kLaneIdle = std::chrono::minutes(1);
 
 std::string JoinAddresses(const std::vector<std::string>& urls) {
   std::string joined;
@@ -121,6 +126,9 @@ std::string AuthAdvice(const BusSettings& settings) {
          "rendered, another --user, or another server)";
 }
 
+// The connection a BusConnection is, or one of its lanes (Spread::kLanes).
+enum class Role { kMain, kLane };
+
 // A connection's options and the TLS observations its handshakes record (null on plaintext).
 struct PreparedOptions {
   OptionsPtr options;
@@ -128,12 +136,12 @@ struct PreparedOptions {
 };
 
 // The options of a connection to `urls` (credentials stripped) as settings.user, its replies
-// under `inbox_prefix`, reconnecting forever and reporting to the sink behind `closure`; errors
-// start with `context`.
+// under `inbox_prefix`, named `name`. kMain reconnects forever and reports to the sink behind
+// `closure`; a kLane never reconnects and reports nothing. Errors start with `context`.
 Result<PreparedOptions> PrepareOptions(const BusSettings& settings,
                                        const std::vector<std::string>& urls,
-                                       const std::string& inbox_prefix, void* closure,
-                                       const std::string& context) {
+                                       const std::string& inbox_prefix, const std::string& name,
+                                       Role role, void* closure, const std::string& context) {
   PreparedOptions out;
   natsOptions* raw_options = nullptr;
   natsStatus s = natsOptions_Create(&raw_options);
@@ -151,12 +159,16 @@ Result<PreparedOptions> PrepareOptions(const BusSettings& settings,
   // A sync subscription cannot tell which request a "no responders" status answered (cnats
   // drops it), so without responders a request simply times out like any other.
   if (s == NATS_OK) s = natsOptions_DisableNoResponders(out.options.get(), true);
-  if (s == NATS_OK) s = natsOptions_SetName(out.options.get(), settings.user.c_str());
+  if (s == NATS_OK) s = natsOptions_SetName(out.options.get(), name.c_str());
   if (s == NATS_OK) {
     s = natsOptions_SetTimeout(out.options.get(), settings.connect_timeout.count());
   }
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(out.options.get(), kForever);
-  if (s == NATS_OK) s = natsOptions_SetReconnectWait(out.options.get(), kReconnectWaitMs);
+  if (role == Role::kMain) {
+    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(out.options.get(), kForever);
+    if (s == NATS_OK) s = natsOptions_SetReconnectWait(out.options.get(), kReconnectWaitMs);
+  } else if (s == NATS_OK) {
+    s = natsOptions_SetAllowReconnect(out.options.get(), false);
+  }
   // A frozen server (SIGSTOP, a hung host) keeps its sockets open, so only silence shows it.
   // During a pass RequestMany sees it at the request timeout (answering()); between passes a
   // PING every two request timeouts, the second unanswered one marking the connection stale
@@ -164,8 +176,12 @@ Result<PreparedOptions> PrepareOptions(const BusSettings& settings,
   // timeouts. cnats' default (a PING every two minutes, two outstanding) took four minutes.
   if (s == NATS_OK) s = natsOptions_SetPingInterval(out.options.get(), PingIntervalMs(settings));
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(out.options.get(), kMaxPingsOut);
-  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(out.options.get(), OnDisconnected, closure);
-  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(out.options.get(), OnReconnected, closure);
+  if (role == Role::kMain) {
+    if (s == NATS_OK) {
+      s = natsOptions_SetDisconnectedCB(out.options.get(), OnDisconnected, closure);
+    }
+    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(out.options.get(), OnReconnected, closure);
+  }
   if (s != NATS_OK) return NatsError(s, context);
   if (TlsModeOf(settings) != TlsMode::kPlain) {
     auto tls = InstallTlsTrust(out.options.get(), settings);
@@ -193,6 +209,48 @@ Result<ConnectionPtr> ConnectWith(const PreparedOptions& prepared, const BusSett
   return connection;
 }
 
+// A lane (Spread::kLanes): a further connection to the server the main one is on. Members are
+// destroyed in reverse order: the connection before the TLS observations its handshakes use.
+struct Lane {
+  std::shared_ptr<const TlsObservations> tls;
+  ConnectionPtr connection;
+};
+using Lanes = std::vector<std::unique_ptr<Lane>>;
+
+// Opens `count` lanes to `url` side by side (each costs the server a bcrypt of our password);
+// those that fail are left out. Runs off the owning thread, on its own copies.
+Lanes OpenLanes(const BusSettings& settings, const std::string& url,
+                const std::string& inbox_prefix, int count) {
+  std::vector<std::future<std::unique_ptr<Lane>>> opening;
+  for (int i = 1; i <= count; ++i) {
+    opening.push_back(std::async(std::launch::async, [&, i]() -> std::unique_ptr<Lane> {
+      const std::string context = "open lane " + std::to_string(i) + " to " + UrlForMessages(url);
+      auto prepared = PrepareOptions(settings, {url}, inbox_prefix,
+                                     settings.user + " lane " + std::to_string(i), Role::kLane,
+                                     nullptr, context);
+      if (!prepared.ok()) return nullptr;
+      auto connection = ConnectWith(*prepared, settings, context);
+      if (!connection.ok()) return nullptr;
+      auto lane = std::make_unique<Lane>();
+      lane->tls = prepared->tls;
+      lane->connection = std::move(*connection);
+      return lane;
+    }));
+  }
+  Lanes lanes;
+  for (auto& one : opening) {
+    if (std::unique_ptr<Lane> lane = one.get()) lanes.push_back(std::move(lane));
+  }
+  return lanes;
+}
+
+// One batch shared by the connections that send it: each takes the next request not yet taken.
+struct SharedBatch {
+  const std::vector<ApiRequest>& requests;
+  std::vector<ApiReply>& replies;  // each written only by the connection that took its request
+  std::atomic<size_t> next{0};
+};
+
 }  // namespace
 
 struct BusConnection::Impl {
@@ -208,6 +266,12 @@ struct BusConnection::Impl {
   std::atomic<bool> answering{true};
   std::string version_url;  // the server server_version was probed on
   std::optional<ServerVersion> version;
+  // Lanes (Spread::kLanes), used by the owning thread only: those open, those being opened in
+  // the background, when they last carried a batch, and when to try again after none opened.
+  Lanes lanes;
+  std::future<Lanes> lanes_opening;
+  std::chrono::steady_clock::time_point lanes_used;
+  std::chrono::steady_clock::time_point lanes_retry_after;
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -219,7 +283,48 @@ struct BusConnection::Impl {
   std::string InboxPrefix() const {
     return settings.user.empty() ? std::string("_INBOX") : "_INBOX." + settings.user;
   }
+
+  // The lanes a kLanes batch may use now, besides the main connection. When none is open,
+  // starts opening them in the background (to the server the main connection is on) and
+  // returns none: they carry requests from a later batch on.
+  std::vector<natsConnection*> UsableLanes();
+  void CloseIdleLanes();
+  // Sends requests of `batch` on `connection`, each taken as the next not yet taken, until none
+  // is left, keeping settings.max_in_flight outstanding. Returns why it stopped taking them:
+  // ok when none was left; else the status the requests nobody took should carry.
+  Status RunLane(natsConnection* connection, SharedBatch& batch);
 };
+
+std::vector<natsConnection*> BusConnection::Impl::UsableLanes() {
+  const auto now = std::chrono::steady_clock::now();
+  if (lanes_opening.valid() &&
+      lanes_opening.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    lanes = lanes_opening.get();
+    lanes_used = now;
+    if (lanes.empty()) lanes_retry_after = now + kLaneIdle;
+  }
+  std::erase_if(lanes, [](const std::unique_ptr<Lane>& lane) {
+    return natsConnection_Status(lane->connection.get()) != NATS_CONN_STATUS_CONNECTED;
+  });
+  if (lanes.empty()) {
+    char buffer[512] = {0};
+    if (!lanes_opening.valid() && now >= lanes_retry_after &&
+        natsConnection_GetConnectedUrl(connection.get(), buffer, sizeof buffer) == NATS_OK &&
+        buffer[0] != 0) {
+      lanes_opening = std::async(std::launch::async, OpenLanes, settings, StripUserInfo(buffer),
+                                 InboxPrefix(), settings.lanes - 1);
+    }
+    return {};
+  }
+  lanes_used = now;
+  std::vector<natsConnection*> out;
+  for (const auto& lane : lanes) out.push_back(lane->connection.get());
+  return out;
+}
+
+void BusConnection::Impl::CloseIdleLanes() {
+  if (!lanes.empty() && std::chrono::steady_clock::now() - lanes_used > kLaneIdle) lanes.clear();
+}
 
 BusConnection::BusConnection() : impl_(std::make_unique<Impl>()) {}
 BusConnection::~BusConnection() = default;
@@ -258,7 +363,8 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   impl.sink_id = SinkRegistry::Get().Register(std::move(events));
   void* closure = reinterpret_cast<void*>(impl.sink_id);
 
-  auto prepared = PrepareOptions(settings, urls, impl.InboxPrefix(), closure, context);
+  auto prepared = PrepareOptions(settings, urls, impl.InboxPrefix(), settings.user, Role::kMain,
+                                 closure, context);
   if (!prepared.ok()) return prepared.status();
   impl.tls = prepared->tls;
   auto connection = ConnectWith(*prepared, settings, context);
@@ -310,76 +416,69 @@ std::optional<ServerVersion> BusConnection::server_version() {
   return impl.version;
 }
 
-std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& requests) {
+Status BusConnection::Impl::RunLane(natsConnection* nc, SharedBatch& batch) {
   using Clock = std::chrono::steady_clock;
-  Impl& impl = *impl_;
-  std::vector<ApiReply> replies(requests.size());
-  if (requests.empty()) return replies;
+  const std::vector<ApiRequest>& requests = batch.requests;
+  std::vector<ApiReply>& replies = batch.replies;
 
-  // One subscription for the whole batch: "<inbox prefix>.<nuid>.*", reply "<...>.<index>".
+  // One subscription per connection and batch: "<inbox prefix>.<nuid>.*", reply
+  // "<...>.<index>".
   natsInbox* raw_inbox = nullptr;
   natsStatus s = natsInbox_Create(&raw_inbox);
   InboxPtr inbox(raw_inbox);
-  if (s != NATS_OK) {
-    const Status error = NatsError(s, "create inbox");
-    for (ApiReply& reply : replies) reply.status = error;
-    return replies;
-  }
+  if (s != NATS_OK) return NatsError(s, "create inbox");
   std::string token(inbox.get());
   token = token.substr(token.rfind('.') + 1);  // "_INBOX.<nuid>" -> "<nuid>"
-  const std::string reply_prefix = impl.InboxPrefix() + "." + token;
+  const std::string reply_prefix = InboxPrefix() + "." + token;
   const std::string wildcard = reply_prefix + ".*";
 
   natsSubscription* raw_sub = nullptr;
-  s = natsConnection_SubscribeSync(&raw_sub, impl.connection.get(), wildcard.c_str());
+  s = natsConnection_SubscribeSync(&raw_sub, nc, wildcard.c_str());
   SubscriptionPtr sub(raw_sub);
-  if (s != NATS_OK) {
-    const Status error = NatsError(s, "subscribe replies on " + impl.address);
-    for (ApiReply& reply : replies) reply.status = error;
-    return replies;
-  }
+  if (s != NATS_OK) return NatsError(s, "subscribe replies on " + address);
 
-  const int max_in_flight = std::max(1, impl.settings.max_in_flight);
-  const auto timeout = impl.settings.request_timeout;
+  const int max_in_flight = std::max(1, settings.max_in_flight);
+  const auto timeout = settings.request_timeout;
   std::map<size_t, Clock::time_point> outstanding;  // index -> deadline
-  size_t next = 0;
+  bool taking = true;
+  Status stopped = Status::Ok();
   // Set when a request expired with no answer at all since it was sent: the bus stopped
   // answering (a frozen server), so nothing more is sent into it.
   bool stalled = false;
   Clock::time_point last_answer = Clock::time_point::min();
-  auto fail_unsent = [&](const Status& why) {
-    for (; next < requests.size(); ++next) replies[next].status = why;
-  };
-  while (next < requests.size() || !outstanding.empty()) {
-    if (!connected()) {
+  while (taking || !outstanding.empty()) {
+    if (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
       // cnats would queue what we publish until it reconnects and let every request run to its
       // deadline: fail at once instead (the next pass sees what really happened).
       for (const auto& [index, deadline] : outstanding) {
         replies[index].status =
-            Status(Errc::kUnavailable, "connection to " + impl.address + " lost before the answer");
+            Status(Errc::kUnavailable, "connection to " + address + " lost before the answer");
       }
-      outstanding.clear();
-      fail_unsent(Status(Errc::kUnavailable, "not sent: not connected to " + impl.address));
-      break;
+      return Status(Errc::kUnavailable, "not sent: not connected to " + address);
     }
-    if (stalled) {
-      fail_unsent(Status(Errc::kUnavailable, "not sent: " + impl.address +
-                                                 " stopped answering (no answer within " +
-                                                 std::to_string(timeout.count()) + "ms)"));
+    if (stalled && taking) {
+      taking = false;
+      stopped = Status(Errc::kUnavailable, "not sent: " + address +
+                                               " stopped answering (no answer within " +
+                                               std::to_string(timeout.count()) + "ms)");
     }
-    while (next < requests.size() && static_cast<int>(outstanding.size()) < max_in_flight) {
-      const ApiRequest& request = requests[next];
-      const std::string reply_subject = reply_prefix + "." + std::to_string(next);
-      s = natsConnection_PublishRequest(impl.connection.get(), request.subject.c_str(),
-                                        reply_subject.c_str(), request.payload.data(),
+    while (taking && static_cast<int>(outstanding.size()) < max_in_flight) {
+      const size_t index = batch.next.fetch_add(1);
+      if (index >= requests.size()) {
+        taking = false;
+        break;
+      }
+      const ApiRequest& request = requests[index];
+      const std::string reply_subject = reply_prefix + "." + std::to_string(index);
+      s = natsConnection_PublishRequest(nc, request.subject.c_str(), reply_subject.c_str(),
+                                        request.payload.data(),
                                         static_cast<int>(request.payload.size()));
       if (s != NATS_OK) {
-        replies[next].status = NatsError(s, "publish " + request.subject);
+        replies[index].status = NatsError(s, "publish " + request.subject);
       } else {
-        impl.requests_sent.fetch_add(1);
-        outstanding.emplace(next, Clock::now() + timeout);
+        requests_sent.fetch_add(1);
+        outstanding.emplace(index, Clock::now() + timeout);
       }
-      ++next;
     }
     if (outstanding.empty()) continue;
 
@@ -394,7 +493,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
     MsgPtr msg(raw_msg);
     if (s == NATS_OK) {
       last_answer = Clock::now();
-      impl.answering.store(true);
+      answering.store(true);
       const std::optional<size_t> index = ReplyIndex(natsMsg_GetSubject(msg.get()), reply_prefix);
       if (index && outstanding.erase(*index) == 1) {  // else a stray or late answer
         replies[*index].payload.assign(natsMsg_GetData(msg.get()),
@@ -402,7 +501,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
       }
     } else if (s != NATS_TIMEOUT) {
       // The subscription or the connection is gone: every outstanding request has failed.
-      const Status error = NatsError(s, "wait for replies on " + impl.address);
+      const Status error = NatsError(s, "wait for replies on " + address);
       for (const auto& [index, deadline] : outstanding) replies[index].status = error;
       outstanding.clear();
     }
@@ -414,14 +513,49 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
       }
       if (last_answer < it->second - timeout) {  // silent since it was sent
         stalled = true;
-        impl.answering.store(false);
+        answering.store(false);
       }
       replies[it->first].status =
           Status(Errc::kTimeout, "no answer from " + requests[it->first].subject);
       it = outstanding.erase(it);
     }
   }
+  return stopped;
+}
+
+std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& requests,
+                                                 Spread spread) {
+  Impl& impl = *impl_;
+  impl.CloseIdleLanes();
+  std::vector<ApiReply> replies(requests.size());
+  if (requests.empty()) return replies;
+  SharedBatch batch{requests, replies};
+  std::vector<natsConnection*> lanes;
+  if (spread == Spread::kLanes && impl.settings.lanes > 1 && connected() &&
+      requests.size() > static_cast<size_t>(std::max(1, impl.settings.max_in_flight)) &&
+      HandlesApiRequestsInPlace(server_version())) {
+    lanes = impl.UsableLanes();
+  }
+  std::vector<std::future<Status>> others;
+  for (natsConnection* lane : lanes) {
+    others.push_back(std::async(std::launch::async,
+                                [&impl, &batch, lane] { return impl.RunLane(lane, batch); }));
+  }
+  const Status stopped = impl.RunLane(impl.connection.get(), batch);
+  for (auto& other : others) other.get();  // a lane that stopped left its share to the others
+  // What nobody took (every connection stopped) carries why the main connection stopped.
+  for (size_t i = std::min(batch.next.load(), requests.size()); i < requests.size(); ++i) {
+    replies[i].status = stopped;
+  }
   return replies;
+}
+
+int BusConnection::lanes_open() const {
+  int open = 0;
+  for (const auto& lane : impl_->lanes) {
+    open += natsConnection_Status(lane->connection.get()) == NATS_CONN_STATUS_CONNECTED ? 1 : 0;
+  }
+  return open;
 }
 
 ApiReply BusConnection::Request(const ApiRequest& request) {

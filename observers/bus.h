@@ -32,7 +32,10 @@ struct BusSettings {
                                  // whatever it names, within its validity window
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds connect_timeout{3000};
-  int max_in_flight = 16;
+  int max_in_flight = 16;  // per connection
+  // Connections a RequestMany with Spread::kLanes may use, this one included (1: this one
+  // alone). See Spread.
+  int lanes = 4;
 };
 
 // One JetStream API request and its answer.
@@ -43,6 +46,18 @@ struct ApiRequest {
 struct ApiReply {
   Status status;        // transport outcome: ok, or timeout / unavailable
   std::string payload;  // the JSON answer when status is ok (may hold an API "error" object)
+};
+
+// How RequestMany may send a batch.
+enum class Spread {
+  kOneConnection,  // this connection alone: for reads, and for batches too small to gain
+  // Also on up to settings.lanes - 1 further connections ("lanes") to the server this one is on,
+  // when that server handles a connection's JetStream API requests one after another
+  // (HandlesApiRequestsInPlace: 2.9 to 2.11.9), so that it handles them side by side. The
+  // lanes open in the background at the first such batch (each costs the server one bcrypt of
+  // our password), carry requests from the next batch on, never reconnect (a lost one is
+  // dropped and opened again later), and close when unused for a minute. For a large apply.
+  kLanes,
 };
 
 enum class BusEvent { kAdvisory, kReconnected, kDisconnected };
@@ -72,13 +87,18 @@ class BusConnection {
   bool reconnecting() const;
   std::string connected_url() const;  // without credentials
 
-  // Sends every request, keeping at most settings.max_in_flight outstanding, and returns the
-  // replies in the same order. Each reply's status is independent: one timeout fails one reply.
-  // Two faults fail the batch fast instead of one timeout per request: the connection lost
-  // (outstanding and unsent requests fail kUnavailable at once), and a bus that stopped
-  // answering (a request expired with no answer to anything since it was sent: the requests
-  // not yet sent fail kUnavailable "not sent", those in flight run to their deadlines).
-  std::vector<ApiReply> RequestMany(const std::vector<ApiRequest>& requests);
+  // Sends every request, keeping at most settings.max_in_flight outstanding per connection, and
+  // returns the replies in the same order. The requests of one batch may be handled in any
+  // order (on several lanes, or by a server that dispatches them to a pool). Each reply's status is
+  // independent: one timeout fails one reply. Two faults fail the batch fast instead of one timeout
+  // per request: the connection lost (outstanding and unsent requests fail kUnavailable at once),
+  // and a bus that stopped answering (a request expired with no answer to anything since it was
+  // sent: the requests not yet sent fail kUnavailable "not sent", those in flight run to their
+  // deadlines).
+  std::vector<ApiReply> RequestMany(const std::vector<ApiRequest>& requests,
+                                    Spread spread = Spread::kOneConnection);
+  // The lanes open now (see Spread::kLanes); for tests and benchmarks.
+  int lanes_open() const;
   ApiReply Request(const ApiRequest& request);
 
   // Subscribes the advisory subjects ($JS.EVENT.ADVISORY.STREAM.> and .CONSUMER.>) and

@@ -129,4 +129,8 @@ bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topol
   return topology == Topology::kStandalone && version && *version >= ServerVersion{2, 10, 0};
 }
 
+bool HandlesApiRequestsInPlace(const std::optional<ServerVersion>& version) {
+  return !version || *version < ServerVersion{2, 11, 10};
+}
+
 }  // namespace mesh::observers

@@ -62,4 +62,13 @@ enum class Topology { kStandalone, kClustered };
 // stream on a standalone server; a cluster checks assignments, not folders.
 bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topology topology);
 
+// Whether the server handles a client connection's JetStream API requests one after another, in
+// that connection's read loop (server/jetstream_api.go, apiDispatch(): "If this is directly from
+// a client connection ok to do in place"): 2.9.0 to 2.11.9. From 2.11.10 on (nats-server commit
+// b7600b763, "Always handle JS API requests from pool") every request goes to a pool of
+// min(GOMAXPROCS, 16) goroutines, whichever connection it came on. Where they are handled in
+// place, requests spread over several connections are handled side by side (BusConnection's
+// lanes). Unknown version: true (more connections work on every version).
+bool HandlesApiRequestsInPlace(const std::optional<ServerVersion>& version);
+
 }  // namespace mesh::observers

@@ -157,6 +157,10 @@ std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusCo
   std::vector<ActionOutcome> out;
   out.reserve(actions.size());
   std::vector<observers::ApiRequest> requests;
+  // More than one chunk (a first convergence, a wipe's recovery): over the bus's lanes, which
+  // open during the first chunk and carry the later ones (observers::Spread::kLanes).
+  const observers::Spread spread =
+      actions.size() > kSendChunk ? observers::Spread::kLanes : observers::Spread::kOneConnection;
   for (size_t begin = 0; begin < actions.size(); begin += kSendChunk) {
     const size_t end = std::min(actions.size(), begin + kSendChunk);
     // A connection lost (e.g. by an earlier chunk) fails the rest at once rather than one
@@ -178,7 +182,7 @@ std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusCo
     }
     requests.clear();
     for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i], api));
-    const std::vector<observers::ApiReply> replies = bus->RequestMany(requests);
+    const std::vector<observers::ApiReply> replies = bus->RequestMany(requests, spread);
     for (size_t i = begin; i < end; ++i) {
       out.push_back(
           i - begin < replies.size()

@@ -3,13 +3,17 @@
 #include "observers/bus.h"
 
 #include <nats/nats.h>
+#include <rapidjson/document.h>
 
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <future>
 #include <mutex>
 
 #include "observers/c_handle.h"
+#include "observers/http_client.h"
+#include "observers/server_version.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_server.h"
 
@@ -240,6 +244,126 @@ TEST_CASE("The connection reports a restart and keeps working after it",
   CHECK(WaitFor([&] { return log.Has(BusEvent::kReconnected, server->url()); }));
   REQUIRE(WaitFor([&] { return (*bus)->connected(); }));
   CHECK((*bus)->Request({"$JS.API.INFO", ""}).status.ok());
+}
+
+// The server's client connections named `name_prefix`..., and the messages each sent to the
+// server (/connz in_msgs).
+std::vector<int64_t> ConnectionsNamed(const NatsServer& server, const std::string& name_prefix) {
+  auto connz = HttpGet(server.monitor_url() + "/connz", std::chrono::seconds(2));
+  REQUIRE(connz.ok());
+  rapidjson::Document doc;
+  doc.Parse(connz->body.c_str());
+  REQUIRE(doc.IsObject());
+  std::vector<int64_t> in_msgs;
+  for (const auto& c : doc["connections"].GetArray()) {
+    if (c.HasMember("name") && std::string(c["name"].GetString()).rfind(name_prefix, 0) == 0) {
+      in_msgs.push_back(c["in_msgs"].GetInt64());
+    }
+  }
+  return in_msgs;
+}
+
+std::vector<ApiRequest> AlternatingRequests(int n) {
+  std::vector<ApiRequest> requests;
+  for (int i = 0; i < n; ++i) {
+    // Alternate two request kinds so that an answer in the wrong slot would be visible.
+    requests.push_back(i % 2 == 0 ? ApiRequest{"$JS.API.INFO", ""}
+                                  : ApiRequest{"$JS.API.STREAM.INFO.NOPE" + std::to_string(i), ""});
+  }
+  return requests;
+}
+
+void CheckAlternatingReplies(const std::vector<ApiReply>& replies, int n) {
+  REQUIRE(replies.size() == static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    INFO("reply " << i);
+    REQUIRE(replies[i].status.ok());
+    const char* expected = i % 2 == 0 ? "account_info_response" : "stream_info_response";
+    CHECK(replies[i].payload.find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "A spread batch goes over lanes where the server handles a connection's requests in "
+    "place, replies in order",
+    "[observers][integration][server]") {
+  auto server = StartServer();
+  auto bus = BusConnection::Connect(BusSettingsFor(*server));
+  REQUIRE(bus.ok());
+  const bool in_place =
+      HandlesApiRequestsInPlace(ParseServerVersion(testing::ServerBinaryVersion()));
+  constexpr int kRequests = 300;
+
+  // Batches on one connection never open a lane.
+  CheckAlternatingReplies((*bus)->RequestMany(AlternatingRequests(kRequests)), kRequests);
+  CHECK((*bus)->lanes_open() == 0);
+  CHECK(ConnectionsNamed(*server, testing::kReconcilerUser).size() == 1);
+
+  // The first spread batch starts opening the lanes and goes on the main connection alone; a
+  // later one, once they are open, goes over all four. Each batch's replies are in order.
+  int64_t sent = 0;
+  auto spread_batch = [&] {
+    CheckAlternatingReplies((*bus)->RequestMany(AlternatingRequests(kRequests), Spread::kLanes),
+                            kRequests);
+    sent += kRequests;
+    return (*bus)->lanes_open() == 3;
+  };
+  if (!in_place) {
+    // From 2.11.10 on the server spreads one connection's requests itself: no lanes.
+    for (int i = 0; i < 3; ++i) CHECK_FALSE(spread_batch());
+    CHECK(ConnectionsNamed(*server, testing::kReconcilerUser).size() == 1);
+    return;
+  }
+  REQUIRE(WaitFor(spread_batch));
+  CHECK(spread_batch());
+  CHECK((*bus)->requests_sent() == kRequests + sent);
+  // The main connection and three lanes, named after the user; every lane carried requests.
+  CHECK(ConnectionsNamed(*server, testing::kReconcilerUser).size() == 4);
+  const std::vector<int64_t> lanes =
+      ConnectionsNamed(*server, std::string(testing::kReconcilerUser) + " lane ");
+  REQUIRE(lanes.size() == 3);
+  for (int64_t in_msgs : lanes) CHECK(in_msgs > 0);
+}
+
+TEST_CASE("A server stopped during a spread batch fails what is left at once, on every lane",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  auto settings = BusSettingsFor(*server);
+  settings.request_timeout = std::chrono::seconds(20);  // far longer than the test waits
+  auto bus = BusConnection::Connect(settings);
+  REQUIRE(bus.ok());
+  if (!HandlesApiRequestsInPlace(ParseServerVersion(testing::ServerBinaryVersion()))) {
+    SUCCEED("2.11.10 on: no lanes to lose");
+    return;
+  }
+  REQUIRE(WaitFor([&] {
+    (*bus)->RequestMany(AlternatingRequests(64), Spread::kLanes);
+    return (*bus)->lanes_open() == 3;
+  }));
+  constexpr int kRequests = 200000;
+  const int64_t before = (*bus)->requests_sent();
+  const auto start = std::chrono::steady_clock::now();
+  auto batch = std::async(std::launch::async, [&] {
+    return (*bus)->RequestMany(AlternatingRequests(kRequests), Spread::kLanes);
+  });
+  REQUIRE(WaitFor([&] { return (*bus)->requests_sent() - before > 1000; }));
+  server->Kill();
+  const std::vector<ApiReply> replies = batch.get();
+  // Every connection noticed within its connection check, not at the 20 s request timeout.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  REQUIRE(replies.size() == static_cast<size_t>(kRequests));
+  int answered = 0;
+  int failed = 0;
+  for (const ApiReply& reply : replies) {
+    if (reply.status.ok()) {
+      ++answered;
+    } else {
+      CHECK(reply.status.code() == Errc::kUnavailable);
+      ++failed;
+    }
+  }
+  CHECK(answered > 0);
+  CHECK(failed > 0);
 }
 
 }  // namespace

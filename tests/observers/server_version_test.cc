@@ -49,6 +49,18 @@ TEST_CASE("consumer actions from 2.10.0 on, never before", "[observers]") {
   CHECK(SupportsConsumerActions({3, 0, 0}));
 }
 
+TEST_CASE("a connection's API requests are handled in place up to 2.11.9, by a pool after",
+          "[observers]") {
+  // server/jetstream_api.go, apiDispatch(), at v2.11.9 and v2.11.10 (commit b7600b763).
+  CHECK(HandlesApiRequestsInPlace(ServerVersion{2, 9, 10}));
+  CHECK(HandlesApiRequestsInPlace(ServerVersion{2, 10, 27}));
+  CHECK(HandlesApiRequestsInPlace(ServerVersion{2, 11, 9}));
+  CHECK_FALSE(HandlesApiRequestsInPlace(ServerVersion{2, 11, 10}));
+  CHECK_FALSE(HandlesApiRequestsInPlace(ServerVersion{2, 12, 0}));
+  CHECK_FALSE(HandlesApiRequestsInPlace(ServerVersion{2, 14, 0}));
+  CHECK(HandlesApiRequestsInPlace(std::nullopt));  // unknown: lanes work on every version
+}
+
 TEST_CASE("ProbeServerVersion reads the running server's version, without credentials",
           "[observers][integration][server]") {
   testing::NatsServerOptions options;
