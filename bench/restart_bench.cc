@@ -73,6 +73,13 @@ std::string Ratio(double value, const char* goal, bool met) {
   return text;
 }
 
+// The machine's 1-minute load average now, as a note: what else ran beside a measurement.
+std::string LoadNote() {
+  const std::string loadavg = mesh::testing::ReadFile("/proc/loadavg");
+  const std::string first = loadavg.substr(0, loadavg.find(' '));
+  return "load average " + (first.empty() ? std::string("unknown") : first) + " at its start";
+}
+
 std::string Within(double seconds, double goal) {
   char text[64];
   std::snprintf(text, sizeof text, "goal <= %.0f s: %s", goal, seconds <= goal ? "met" : "MISSED");
@@ -175,8 +182,9 @@ int main() {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf(
       "Large mesh, every password plain: %zu streams, %zu consumers, %zu plain passwords; "
-      "bcrypt cost %d; %u cores\n",
-      desired->streams.size(), desired->consumers.size(), plain, kCost, cores);
+      "bcrypt cost %d; %u cores; %s\n",
+      desired->streams.size(), desired->consumers.size(), plain, kCost, cores,
+      mesh::testing::ServerBinaryVersion().c_str());
 
   const std::string dir = mesh::testing::MakeTempDir("mesh-restart-bench");
   const std::string records = dir + "/records.json";
@@ -186,6 +194,7 @@ int main() {
   std::printf("| measurement | value | goal / notes |\n|---|---|---|\n");
 
   // 1. The first render, then the next init container on the file it finds.
+  const std::string first_render_load = LoadNote();
   auto start = Clock::now();
   CliResult first = RunCli(
       {"render-users", records, "--out", first_file, "--user", kBenchUser, "--bcrypt-cost", cost},
@@ -194,7 +203,7 @@ int main() {
   if (first.exit_code != 0) Die("render-users: " + first.output);
   Row("render-users, first render (" + Hashed(first.output) + " passwords hashed, " +
           std::to_string(cores) + " cores)",
-      first_render, "measured under load (shared machine)");
+      first_render, first_render_load);
 
   mesh::testing::NatsServerOptions options;
   options.users_conf = mesh::testing::ReadFile(first_file);
@@ -374,6 +383,7 @@ int main() {
     file = std::regex_replace(file, std::regex(" *# credential digest: [^\\n]*\\n"), "");
     mesh::testing::WriteFile(users, file);
     server->Restart();  // loads the digest-free file (the same hashes)
+    const std::string load = LoadNote();
     const auto t0 = Clock::now();
     auto daemon = DaemonProcess::Start(daemon_args, {});
     if (!WaitFor(all_on_server, std::chrono::minutes(10))) Die("objects not back");
@@ -400,7 +410,7 @@ int main() {
     Row("empty store, users file without digests: every stream and consumer back (/jsz)", back_s,
         Within(back_s, 3));
     Row("  ... every password hashed again in the background (" + std::to_string(cores) + " cores)",
-        hashed_s, "measured under load");
+        hashed_s, load);
     Row("  ... the users file written with every digest", written_s, "after hashing ends");
     daemon->Terminate(std::chrono::seconds(10));
   }
