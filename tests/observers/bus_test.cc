@@ -364,6 +364,17 @@ TEST_CASE("A server stopped during a spread batch fails what is left at once, on
   }
   CHECK(answered > 0);
   CHECK(failed > 0);
+
+  // The lost lanes never reconnect; once the main connection is back, a later spread batch
+  // drops them and opens new ones, and the batch is answered whole meanwhile.
+  server->Restart();
+  REQUIRE(WaitFor([&] { return (*bus)->connected(); }));
+  CHECK((*bus)->lanes_open() == 0);
+  CHECK(WaitFor([&] {
+    CheckAlternatingReplies((*bus)->RequestMany(AlternatingRequests(64), Spread::kLanes), 64);
+    return (*bus)->lanes_open() == 3;
+  }));
+  CHECK(ConnectionsNamed(*server, std::string(testing::kReconcilerUser) + " lane ").size() == 3);
 }
 
 }  // namespace
