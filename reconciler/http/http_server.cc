@@ -381,8 +381,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 struct HttpServer::Impl {
   Impl(const HttpState& state, HttpServerOptions options)
       : ioc(options.threads),
-        acceptor(ioc),
-        retry_timer(ioc),
+        accepting(net::make_strand(ioc)),
+        acceptor(accepting),
+        retry_timer(accepting),
         shared(std::make_shared<Shared>(state, options)) {}
 
   void Accept() {
@@ -416,6 +417,9 @@ struct HttpServer::Impl {
   }
 
   net::io_context ioc;
+  // The acceptor is not thread-safe, and the I/O threads run its completions: they, the retry
+  // timer's and Stop's close all run on this strand, one at a time.
+  net::strand<net::io_context::executor_type> accepting;
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
   std::shared_ptr<Shared> shared;
@@ -487,7 +491,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const ListenAddress& addre
 
 void HttpServer::Stop() {
   if (!impl_ || impl_->threads.empty()) return;
-  net::post(impl_->ioc, [impl = impl_.get()] {
+  net::post(impl_->accepting, [impl = impl_.get()] {
     beast::error_code ignored;
     impl->acceptor.close(ignored);
     impl->retry_timer.cancel();

@@ -2,10 +2,17 @@
 // keep-alive, tokens, and a blocking handler that does not stop the others.
 #include "reconciler/http/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "model/digest.h"
 #include "observers/http_client.h"
@@ -339,6 +346,39 @@ TEST_CASE("Stop closes the listener", "[http]") {
   server->Stop();
   server->Stop();  // idempotent
   CHECK_FALSE(observers::HttpGet(url, milliseconds(500)).ok());
+}
+
+TEST_CASE("Stop while clients keep connecting closes the listener without a race", "[http]") {
+  // Each accepted connection re-arms the accept from its completion, on whichever I/O thread
+  // ran it; Stop's close of the acceptor ran on another I/O thread at the same time, a data race
+  // on the acceptor that ThreadSanitizer reported (in https_test, CI of 2026-12-04). A client
+  // that connects in a loop keeps accepts completing while Stop runs, round after round.
+  BlockingState state;
+  for (int round = 0; round < 40; ++round) {
+    auto server = StartServer(state);
+    const int port = server->port();
+    std::atomic<bool> done{false};
+    std::atomic<int> connected{0};
+    std::thread knocking([&] {
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      while (!done.load()) {
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+          connected.fetch_add(1);
+        }
+        close(fd);
+      }
+    });
+    const bool knocked = WaitFor([&] { return connected.load() >= 10; });
+    server->Stop();
+    done.store(true);
+    knocking.join();
+    REQUIRE(knocked);
+  }
 }
 
 }  // namespace
