@@ -217,6 +217,10 @@ struct Lane {
 };
 using Lanes = std::vector<std::unique_ptr<Lane>>;
 
+bool IsConnected(natsConnection* nc) {
+  return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
 // Opens `count` lanes to `url` side by side (each costs the server a bcrypt of our password);
 // those that fail are left out. Runs off the owning thread, on its own copies.
 Lanes OpenLanes(const BusSettings& settings, const std::string& url,
@@ -304,7 +308,7 @@ std::vector<natsConnection*> BusConnection::Impl::UsableLanes() {
     if (lanes.empty()) lanes_retry_after = now + kLaneIdle;
   }
   std::erase_if(lanes, [](const std::unique_ptr<Lane>& lane) {
-    return natsConnection_Status(lane->connection.get()) != NATS_CONN_STATUS_CONNECTED;
+    return !IsConnected(lane->connection.get());
   });
   if (lanes.empty()) {
     char buffer[512] = {0};
@@ -374,7 +378,7 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
 }
 
 bool BusConnection::connected() const {
-  return natsConnection_Status(impl_->connection.get()) == NATS_CONN_STATUS_CONNECTED;
+  return IsConnected(impl_->connection.get());
 }
 
 bool BusConnection::reconnecting() const {
@@ -447,7 +451,7 @@ Status BusConnection::Impl::RunLane(natsConnection* nc, SharedBatch& batch) {
   bool stalled = false;
   Clock::time_point last_answer = Clock::time_point::min();
   while (taking || !outstanding.empty()) {
-    if (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
+    if (!IsConnected(nc)) {
       // cnats would queue what we publish until it reconnects and let every request run to its
       // deadline: fail at once instead (the next pass sees what really happened).
       for (const auto& [index, deadline] : outstanding) {
@@ -553,7 +557,7 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
 int BusConnection::lanes_open() const {
   int open = 0;
   for (const auto& lane : impl_->lanes) {
-    open += natsConnection_Status(lane->connection.get()) == NATS_CONN_STATUS_CONNECTED ? 1 : 0;
+    open += IsConnected(lane->connection.get()) ? 1 : 0;
   }
   return open;
 }
