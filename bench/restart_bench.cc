@@ -266,38 +266,34 @@ int main() {
   wipe();
   auto [rewipe, rewipe_s] = cli({"reconcile", "--once"});
   if (rewipe.exit_code != 0) Die("reconcile --once after a wipe: " + rewipe.output);
-  // A bare loop on an empty store, timed from its first request (connected before).
-  // With `lanes`, they are opened first (a few spread batches of INFO requests), untimed.
-  auto after_wipe = [&](const std::function<void(BusConnection&)>& loop, bool lanes) {
+  // A bare loop on an empty store, timed from its first request (connected before), sending
+  // with `spread`. For Spread::kLanes the lanes are opened first (a few spread batches of INFO
+  // requests), untimed.
+  using mesh::observers::Spread;
+  auto after_wipe = [&](const std::function<void(BusConnection&, Spread)>& loop, Spread spread) {
     wipe();
     auto bus = connect();
     const std::vector<ApiRequest> warm(64, ApiRequest{"$JS.API.INFO", ""});
-    if (lanes && !WaitFor([&] {
-          bus->RequestMany(warm, mesh::observers::Spread::kLanes);
+    if (spread == Spread::kLanes && !WaitFor([&] {
+          bus->RequestMany(warm, Spread::kLanes);
           return bus->lanes_open() > 0;
         })) {
       Die("no lane opened");
     }
     const auto t0 = Clock::now();
-    loop(*bus);
+    loop(*bus, spread);
     return Seconds(Clock::now() - t0);
   };
   const double sequential_s =
-      after_wipe([&](BusConnection& bus) { SequentialCreationLoop(bus, *desired); }, false);
-  const double floor_s = after_wipe(
-      [&](BusConnection& bus) {
-        PipelinedCreationLoop(bus, *desired, mesh::observers::Spread::kOneConnection);
-      },
-      false);
+      after_wipe([&](BusConnection& bus, Spread) { SequentialCreationLoop(bus, *desired); },
+                 Spread::kOneConnection);
+  auto pipelined = [&](BusConnection& bus, Spread spread) {
+    PipelinedCreationLoop(bus, *desired, spread);
+  };
+  const double floor_s = after_wipe(pipelined, Spread::kOneConnection);
   const bool in_place = mesh::observers::HandlesApiRequestsInPlace(
       mesh::observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()));
-  const double lanes_floor_s =
-      in_place ? after_wipe(
-                     [&](BusConnection& bus) {
-                       PipelinedCreationLoop(bus, *desired, mesh::observers::Spread::kLanes);
-                     },
-                     true)
-               : floor_s;
+  const double lanes_floor_s = in_place ? after_wipe(pipelined, Spread::kLanes) : floor_s;
   Row("reconcile --once after a store wipe (" + Hashed(rewipe.output) + " hashed)", rewipe_s,
       "whole process");
   Row("naive: sequential creation after a wipe", sequential_s,
