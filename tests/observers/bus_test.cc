@@ -124,25 +124,32 @@ TEST_CASE("Bus connects as a user limited to its own inbox and gets JetStream an
   CHECK((*bus)->requests_sent() == 1);
 }
 
-TEST_CASE("RequestMany sends 300 JetStream requests 16 at a time, replies in order",
-          "[observers][integration][server]") {
-  auto server = StartServer();
-  auto bus = BusConnection::Connect(BusSettingsFor(*server));
-  REQUIRE(bus.ok());
+std::vector<ApiRequest> AlternatingRequests(int n) {
   std::vector<ApiRequest> requests;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < n; ++i) {
     // Alternate two request kinds so that an answer in the wrong slot would be visible.
     requests.push_back(i % 2 == 0 ? ApiRequest{"$JS.API.INFO", ""}
                                   : ApiRequest{"$JS.API.STREAM.INFO.NOPE" + std::to_string(i), ""});
   }
-  std::vector<ApiReply> replies = (*bus)->RequestMany(requests);
-  REQUIRE(replies.size() == 300);
-  for (int i = 0; i < 300; ++i) {
+  return requests;
+}
+
+void CheckAlternatingReplies(const std::vector<ApiReply>& replies, int n) {
+  REQUIRE(replies.size() == static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
     INFO("reply " << i);
     REQUIRE(replies[i].status.ok());
     const char* expected = i % 2 == 0 ? "account_info_response" : "stream_info_response";
     CHECK(replies[i].payload.find(expected) != std::string::npos);
   }
+}
+
+TEST_CASE("RequestMany sends 300 JetStream requests 16 at a time, replies in order",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  auto bus = BusConnection::Connect(BusSettingsFor(*server));
+  REQUIRE(bus.ok());
+  CheckAlternatingReplies((*bus)->RequestMany(AlternatingRequests(300)), 300);
   CHECK((*bus)->requests_sent() == 300);
 }
 
@@ -261,26 +268,6 @@ std::vector<int64_t> ConnectionsNamed(const NatsServer& server, const std::strin
     }
   }
   return in_msgs;
-}
-
-std::vector<ApiRequest> AlternatingRequests(int n) {
-  std::vector<ApiRequest> requests;
-  for (int i = 0; i < n; ++i) {
-    // Alternate two request kinds so that an answer in the wrong slot would be visible.
-    requests.push_back(i % 2 == 0 ? ApiRequest{"$JS.API.INFO", ""}
-                                  : ApiRequest{"$JS.API.STREAM.INFO.NOPE" + std::to_string(i), ""});
-  }
-  return requests;
-}
-
-void CheckAlternatingReplies(const std::vector<ApiReply>& replies, int n) {
-  REQUIRE(replies.size() == static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    INFO("reply " << i);
-    REQUIRE(replies[i].status.ok());
-    const char* expected = i % 2 == 0 ? "account_info_response" : "stream_info_response";
-    CHECK(replies[i].payload.find(expected) != std::string::npos);
-  }
 }
 
 TEST_CASE(
