@@ -150,47 +150,45 @@ ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
 // pipeline drains once, which costs one round trip per chunk.
 constexpr size_t kSendChunk = 256;
 
-// Sends `actions` through the bus (or fails them all when there is none), kSendChunk at a time,
-// each chunk only when `before_chunk` (if any) still lets this instance act.
-std::vector<ActionOutcome> SendAll(std::vector<Action> actions, observers::BusConnection* bus,
-                                   ConsumerApi api, const BeforeChunk& before_chunk) {
-  std::vector<ActionOutcome> out;
-  out.reserve(actions.size());
+// Sends the actions at `which` (indices into `actions`, each moved into its outcome) through the
+// bus, or fails them all when there is none, kSendChunk at a time, each chunk only when
+// `before_chunk` (if any) still lets this instance act. The outcomes are appended to `out`, in
+// the order of `which`.
+void SendAll(std::vector<Action>& actions, const std::vector<size_t>& which,
+             observers::BusConnection* bus, ConsumerApi api, const BeforeChunk& before_chunk,
+             std::vector<ActionOutcome>& out) {
   std::vector<observers::ApiRequest> requests;
   // More than one chunk (a first convergence, a wipe's recovery): over the bus's lanes, which
   // open during the first chunk and carry the later ones (observers::Spread::kLanes).
   const observers::Spread spread =
-      actions.size() > kSendChunk ? observers::Spread::kLanes : observers::Spread::kOneConnection;
-  for (size_t begin = 0; begin < actions.size(); begin += kSendChunk) {
-    const size_t end = std::min(actions.size(), begin + kSendChunk);
+      which.size() > kSendChunk ? observers::Spread::kLanes : observers::Spread::kOneConnection;
+  auto fail_rest = [&](size_t from, Outcome outcome, const std::string& detail) {
+    for (size_t i = from; i < which.size(); ++i) {
+      out.push_back({std::move(actions[which[i]]), outcome, 0, detail});
+    }
+  };
+  for (size_t begin = 0; begin < which.size(); begin += kSendChunk) {
+    const size_t end = std::min(which.size(), begin + kSendChunk);
     // A connection lost (e.g. by an earlier chunk) fails the rest at once rather than one
     // request timeout at a time; the next pass reconnects.
     if (bus == nullptr || !bus->connected()) {
-      for (size_t i = begin; i < actions.size(); ++i) {
-        out.push_back(
-            {std::move(actions[i]), Outcome::kFailed, 0, "not sent: not connected to the bus"});
-      }
-      return out;
+      return fail_rest(begin, Outcome::kFailed, "not sent: not connected to the bus");
     }
     if (before_chunk) {
       if (ChunkGate gate = before_chunk(); gate.verdict == ChunkVerdict::kStop) {
-        for (size_t i = begin; i < actions.size(); ++i) {
-          out.push_back({std::move(actions[i]), Outcome::kSkipped, 0, "not sent: " + gate.reason});
-        }
-        return out;
+        return fail_rest(begin, Outcome::kSkipped, "not sent: " + gate.reason);
       }
     }
     requests.clear();
-    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[i], api));
+    for (size_t i = begin; i < end; ++i) requests.push_back(RequestFor(actions[which[i]], api));
     const std::vector<observers::ApiReply> replies = bus->RequestMany(requests, spread);
     for (size_t i = begin; i < end; ++i) {
-      out.push_back(
-          i - begin < replies.size()
-              ? OutcomeOf(std::move(actions[i]), replies[i - begin])
-              : ActionOutcome{std::move(actions[i]), Outcome::kFailed, 0, "no reply recorded"});
+      Action& action = actions[which[i]];
+      out.push_back(i - begin < replies.size() ? OutcomeOf(std::move(action), replies[i - begin])
+                                               : ActionOutcome{std::move(action), Outcome::kFailed,
+                                                               0, "no reply recorded"});
     }
   }
-  return out;
 }
 
 // Signals the server and waits for it to confirm; the outcome of a kReloadServer action.
@@ -233,15 +231,16 @@ ActionOutcome Reload(const std::string& name, const ApplyTargets& targets) {
   return out;
 }
 
-void ApplyUsersFile(const Action& action, const ApplyTargets& targets,
-                    std::vector<ActionOutcome>& out) {
+// Moves `action` into its outcome (a write carries the whole rendered file).
+void ApplyUsersFile(Action action, const ApplyTargets& targets, std::vector<ActionOutcome>& out) {
+  const std::string name = action.name;
   if (action.kind == ActionKind::kWriteUsersFile) {
-    ActionOutcome write{action, Outcome::kDone, 0, ""};
+    ActionOutcome write{std::move(action), Outcome::kDone, 0, ""};
     if (targets.users_file_path.empty()) {
       write.outcome = Outcome::kFailed;
       write.detail = "no --users-file configured";
     } else if (Status status =
-                   WriteFileAtomically(targets.users_file_path, action.users_file_bytes);
+                   WriteFileAtomically(targets.users_file_path, write.action.users_file_bytes);
                !status.ok()) {
       write.outcome = Outcome::kFailed;
       write.detail = status.message();
@@ -250,7 +249,7 @@ void ApplyUsersFile(const Action& action, const ApplyTargets& targets,
     out.push_back(std::move(write));
     if (!written) return;
   }
-  out.push_back(Reload(action.name, targets));
+  out.push_back(Reload(name, targets));
 }
 
 bool IsStreamAction(ActionKind kind) {
@@ -275,47 +274,46 @@ const char* ToString(Outcome v) {
 }
 
 std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets) {
+  // Every action moves into its outcome, which is reserved once (a write of the users file has
+  // two outcomes): a first convergence holds thousands, each with its spec, so neither the
+  // actions nor the outcomes are copied or regrown on the way (docs/benchmarks.md, "Memory").
   std::vector<ActionOutcome> out;
-  std::vector<Action> stream_actions, consumer_actions;
-  for (Action& action : actions) {
-    if (KindOf(action.kind) == ObjectKind::kUsersFile) {
-      ApplyUsersFile(action, targets, out);
-    } else if (IsStreamAction(action.kind)) {
-      stream_actions.push_back(std::move(action));
+  out.reserve(actions.size() + 1);
+  std::vector<size_t> stream_actions, consumer_actions;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (KindOf(actions[i].kind) == ObjectKind::kUsersFile) {
+      ApplyUsersFile(std::move(actions[i]), targets, out);
+    } else if (IsStreamAction(actions[i].kind)) {
+      stream_actions.push_back(i);
     } else {
-      consumer_actions.push_back(std::move(action));
+      consumer_actions.push_back(i);
     }
   }
-  actions.clear();
 
   const ConsumerApi api =
       consumer_actions.empty() ? ConsumerApi::kLegacy : ConsumerApiOf(targets.bus);
+  const size_t streams_from = out.size();
+  SendAll(actions, stream_actions, targets.bus, api, targets.before_chunk, out);
   std::set<StreamName> not_created;
-  for (ActionOutcome& outcome :
-       SendAll(std::move(stream_actions), targets.bus, api, targets.before_chunk)) {
-    if (outcome.action.kind == ActionKind::kCreateStream && outcome.outcome != Outcome::kDone) {
-      not_created.insert(outcome.action.stream->name);
+  for (size_t i = streams_from; i < out.size(); ++i) {
+    if (out[i].action.kind == ActionKind::kCreateStream && out[i].outcome != Outcome::kDone) {
+      not_created.insert(out[i].action.stream->name);
     }
-    out.push_back(std::move(outcome));
   }
 
-  std::vector<Action> sendable;
-  std::vector<ActionOutcome> skipped;
-  for (Action& action : consumer_actions) {
+  std::vector<size_t> sendable, skipped;
+  for (size_t i : consumer_actions) {
+    const Action& action = actions[i];
     const StreamName& stream = action.consumer ? action.consumer->stream : action.target_stream;
-    if (not_created.count(stream) != 0) {
-      std::string detail = "stream " + stream.str() + " could not be created";
-      skipped.push_back({std::move(action), Outcome::kSkipped, 0, std::move(detail)});
-    } else {
-      sendable.push_back(std::move(action));
-    }
+    (not_created.count(stream) != 0 ? skipped : sendable).push_back(i);
   }
-  consumer_actions.clear();
-  for (ActionOutcome& outcome :
-       SendAll(std::move(sendable), targets.bus, api, targets.before_chunk)) {
-    out.push_back(std::move(outcome));
+  SendAll(actions, sendable, targets.bus, api, targets.before_chunk, out);
+  for (size_t i : skipped) {
+    Action& action = actions[i];
+    const StreamName& stream = action.consumer ? action.consumer->stream : action.target_stream;
+    std::string detail = "stream " + stream.str() + " could not be created";
+    out.push_back({std::move(action), Outcome::kSkipped, 0, std::move(detail)});
   }
-  for (ActionOutcome& outcome : skipped) out.push_back(std::move(outcome));
   return out;
 }
 
