@@ -221,10 +221,31 @@ bool IsConnected(natsConnection* nc) {
   return natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
+// The lanes that failed to open (BusConnection::lane_failures), written by the attempts off
+// the owning thread. Shared with them, so it outlives neither side.
+class LaneFailureLog {
+ public:
+  void Note(const Status& error) {
+    MutexLock lock(mutex_);
+    ++failures_.count;
+    failures_.last_error = error.ToString();
+  }
+  BusConnection::LaneFailures Get() const {
+    MutexLock lock(mutex_);
+    return failures_;
+  }
+
+ private:
+  mutable Mutex mutex_;
+  BusConnection::LaneFailures failures_ GUARDED_BY(mutex_);
+};
+
 // Opens `count` lanes to `url` side by side (each costs the server a bcrypt of our password);
-// those that fail are left out. Runs off the owning thread, on its own copies.
+// those that fail are left out, each noted in `failures`. Runs off the owning thread, on its
+// own copies.
 Lanes OpenLanes(const BusSettings& settings, const std::string& url,
-                const std::string& inbox_prefix, int count) {
+                const std::string& inbox_prefix, int count,
+                const std::shared_ptr<LaneFailureLog>& failures) {
   std::vector<std::future<std::unique_ptr<Lane>>> opening;
   for (int i = 1; i <= count; ++i) {
     opening.push_back(std::async(std::launch::async, [&, i]() -> std::unique_ptr<Lane> {
@@ -232,9 +253,15 @@ Lanes OpenLanes(const BusSettings& settings, const std::string& url,
       auto prepared = PrepareOptions(settings, {url}, inbox_prefix,
                                      settings.user + " lane " + std::to_string(i), Role::kLane,
                                      nullptr, context);
-      if (!prepared.ok()) return nullptr;
+      if (!prepared.ok()) {
+        failures->Note(prepared.status());
+        return nullptr;
+      }
       auto connection = ConnectWith(*prepared, settings, context);
-      if (!connection.ok()) return nullptr;
+      if (!connection.ok()) {
+        failures->Note(connection.status());
+        return nullptr;
+      }
       auto lane = std::make_unique<Lane>();
       lane->tls = prepared->tls;
       lane->connection = std::move(*connection);
@@ -276,6 +303,7 @@ struct BusConnection::Impl {
   std::future<Lanes> lanes_opening;
   std::chrono::steady_clock::time_point lanes_used;
   std::chrono::steady_clock::time_point lanes_retry_after;
+  std::shared_ptr<LaneFailureLog> lane_failures = std::make_shared<LaneFailureLog>();
 
   ~Impl() {
     // First make sure no callback reaches the sink any more, then tear down cnats' objects.
@@ -316,7 +344,7 @@ std::vector<natsConnection*> BusConnection::Impl::UsableLanes() {
         natsConnection_GetConnectedUrl(connection.get(), buffer, sizeof buffer) == NATS_OK &&
         buffer[0] != 0) {
       lanes_opening = std::async(std::launch::async, OpenLanes, settings, StripUserInfo(buffer),
-                                 InboxPrefix(), settings.lanes - 1);
+                                 InboxPrefix(), settings.lanes - 1, lane_failures);
     }
     return {};
   }
@@ -560,6 +588,10 @@ int BusConnection::lanes_open() const {
     open += IsConnected(lane->connection.get()) ? 1 : 0;
   }
   return open;
+}
+
+BusConnection::LaneFailures BusConnection::lane_failures() const {
+  return impl_->lane_failures->Get();
 }
 
 ApiReply BusConnection::Request(const ApiRequest& request) {

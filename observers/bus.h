@@ -99,6 +99,15 @@ class BusConnection {
                                     Spread spread = Spread::kOneConnection);
   // The lanes open now (see Spread::kLanes); for tests and benchmarks.
   int lanes_open() const;
+  // Lanes that could not be opened since connect (each attempt opens settings.lanes - 1 side by
+  // side; after one that opened none, the next comes a minute later), and the last one's error:
+  // it names the address, never a credential. A batch meanwhile goes on the connections open.
+  // Counted when the attempt ends, which may be after the batch that started it. Thread-safe.
+  struct LaneFailures {
+    int64_t count = 0;
+    std::string last_error;
+  };
+  LaneFailures lane_failures() const;
   ApiReply Request(const ApiRequest& request);
 
   // Subscribes the advisory subjects ($JS.EVENT.ADVISORY.STREAM.> and .CONSUMER.>) and

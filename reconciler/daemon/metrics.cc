@@ -155,7 +155,13 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
       credentials_pending_(RegisterRenamed<prometheus::Gauge>(
                                *registry_, "mesh_reconciler_credentials_pending",
                                "Plain passwords still being hashed; the users file waits for them")
-                               .Add({})) {
+                               .Add({})),
+      lane_open_failures_(prometheus::BuildCounter()
+                              .Name("mesh_reconciler_bus_lane_open_failures_total")
+                              .Help("Further connections a large apply wanted that could not be "
+                                    "opened; it went on the connections open")
+                              .Register(*registry_)
+                              .Add({})) {
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -202,6 +208,7 @@ void Metrics::RecordRepair(const PassReport& report) {
 }
 
 void Metrics::RecordOutcomes(const PassReport& report) {
+  lane_open_failures_.Increment(static_cast<double>(report.lane_open_failures));
   for (const ActionOutcome& outcome : report.outcomes) {
     const ActionKind kind = outcome.action.kind;
     repairs_

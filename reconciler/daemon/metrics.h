@@ -24,6 +24,9 @@
 //   mesh_reconciler_lease_holder                     gauge 0/1: 1 without a lease; with one, 0
 //                                                    until a round acquires it
 //   mesh_reconciler_credentials_pending              gauge: plain passwords still being hashed
+//   mesh_reconciler_bus_lane_open_failures_total     counter: further connections a large apply
+//                                                    wanted (observers::Spread::kLanes) that could
+//                                                    not be opened; it used those open instead
 //   process_*                                        the standard process metrics
 //                                                    (reconciler/daemon/process_metrics.h), read at
 //                                                    scrape
@@ -127,7 +130,7 @@ class Metrics {
   static constexpr size_t kDriftStates = 5;  // DriftState::kMissing .. kUnrecoverable
 
  private:
-  void RecordOutcomes(const PassReport& report);  // the repair and attempt counters
+  void RecordOutcomes(const PassReport& report);  // the repair, attempt and lane counters
   // One metric under its name and under its deprecated name (kRenamedMetrics): every change goes
   // to both, so that the two export the same samples.
   template <typename M>
@@ -177,6 +180,7 @@ class Metrics {
   Twin<prometheus::Counter> exceptions_;
   prometheus::Gauge& lease_holder_;
   Twin<prometheus::Gauge> credentials_pending_;
+  prometheus::Counter& lane_open_failures_;
   // [ObjectKind][DriftState], created at construction so all 15 series are always present.
   std::array<std::array<Twin<prometheus::Gauge>, kDriftStates>, 3> drift_cells_{};
   Mutex certificate_mutex_;

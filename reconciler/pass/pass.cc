@@ -282,7 +282,8 @@ struct Reconciler::Impl {
   // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
   std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
   std::unique_ptr<observers::BusConnection> bus;
-  int64_t requests_before = 0;  // bus->requests_sent() when this pass began using the bus
+  int64_t requests_before = 0;         // bus->requests_sent() when this pass began using the bus
+  int64_t lane_failures_reported = 0;  // bus->lane_failures().count as a pass last reported it
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
@@ -609,6 +610,7 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
   if (!connected.ok()) return connected.status();
   bus = std::move(*connected);
   requests_before = 0;
+  lane_failures_reported = 0;
   Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
   if (events) {
     if (Status s = bus->SubscribeAdvisories(); !s.ok()) {
@@ -678,6 +680,17 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   if (bus) {
     report.api_requests = bus->requests_sent() - requests_before;
     if (auto expiry = bus->certificate_expiry()) certificate_expiry = expiry;
+    // Lanes that failed to open since the last report (an attempt may end after the pass that
+    // started it): the large applies meanwhile went on the connections open, which is slower
+    // but not wrong, so a warning and a counter rather than a failed pass.
+    const observers::BusConnection::LaneFailures lanes = bus->lane_failures();
+    report.lane_open_failures = lanes.count - lane_failures_reported;
+    lane_failures_reported = lanes.count;
+    if (report.lane_open_failures > 0) {
+      Log(LogLevel::kWarn, report.pass_id,
+          "lanes could not be opened; large applies use the connections open",
+          {{"lanes_failed", report.lane_open_failures}, {"error", lanes.last_error}});
+    }
   }
   // Every outcome is logged, also those of a pass that fails after apply (the server lost while
   // observing again): what it did must not exist only as counters.

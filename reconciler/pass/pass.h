@@ -82,6 +82,9 @@ struct PassReport {
   std::vector<std::string> remaining_problems;
   double duration_seconds = 0;
   int64_t api_requests = 0;
+  // Lanes (observers::Spread::kLanes) the bus failed to open since the previous pass's report
+  // (logged as a warning; mesh_reconciler_bus_lane_open_failures_total). Not in the JSON report.
+  int64_t lane_open_failures = 0;
   // Plain passwords this pass ran through bcrypt (0 when every hash was cached or reused).
   int64_t passwords_hashed = 0;
   // Plain passwords still being hashed on the background threads (the daemon): while non-zero

@@ -312,6 +312,44 @@ TEST_CASE(
   for (int64_t in_msgs : lanes) CHECK(in_msgs > 0);
 }
 
+TEST_CASE("Lanes the server refuses are counted with the error, and every batch is answered",
+          "[observers][integration][server]") {
+  testing::NatsServerOptions options;
+  options.users_conf = testing::ReconcilerUsersConf();
+  options.extra_config = "max_connections: 1";  // the main connection alone
+  auto server = NatsServer::Start(options);
+  const BusSettings settings = BusSettingsFor(*server);
+  auto bus = BusConnection::Connect(settings);
+  REQUIRE(bus.ok());
+  if (!HandlesApiRequestsInPlace(ParseServerVersion(testing::ServerBinaryVersion()))) {
+    SUCCEED("2.11.10 on: no lanes to open");
+    return;
+  }
+  CHECK((*bus)->lane_failures().count == 0);
+  // The first spread batch starts opening three lanes in the background; it and those after it
+  // go on the main connection, whole and in order, while the server refuses each lane.
+  constexpr int kRequests = 300;
+  auto spread_batch = [&] {
+    CheckAlternatingReplies((*bus)->RequestMany(AlternatingRequests(kRequests), Spread::kLanes),
+                            kRequests);
+  };
+  REQUIRE(WaitFor([&] {
+    spread_batch();
+    return (*bus)->lane_failures().count == 3;
+  }));
+  const BusConnection::LaneFailures failures = (*bus)->lane_failures();
+  INFO(failures.last_error);
+  CHECK(failures.last_error.find("open lane ") != std::string::npos);
+  CHECK(failures.last_error.find(server->url()) != std::string::npos);
+  // Not the server's own "maximum connections exceeded": cnats may see the socket close first.
+  CHECK(failures.last_error.find(settings.password) == std::string::npos);
+  CHECK((*bus)->lanes_open() == 0);
+  // No new attempt within the minute after one that opened none.
+  for (int i = 0; i < 3; ++i) spread_batch();
+  CHECK((*bus)->lane_failures().count == 3);
+  CHECK((*bus)->lanes_open() == 0);
+}
+
 TEST_CASE("A server stopped during a spread batch fails what is left at once, on every lane",
           "[observers][integration][server]") {
   auto server = StartServer();

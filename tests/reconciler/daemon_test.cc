@@ -11,7 +11,9 @@
 #include <future>
 #include <regex>
 
+#include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
+#include "observers/server_version.h"
 #include "reconciler/cli/settings.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
@@ -61,9 +63,10 @@ enum class Launch { kNow, kLater };
 // reconciler's own user, which may use the whole JetStream API) to break things with.
 class DaemonFixture {
  public:
+  // `server_config` goes into the server's main configuration (LiveMesh).
   explicit DaemonFixture(const std::string& records_json, std::vector<std::string> extra = {},
-                         Launch launch = Launch::kNow)
-      : mesh_(records_json), extra_(std::move(extra)) {
+                         Launch launch = Launch::kNow, const std::string& server_config = "")
+      : mesh_(records_json, server_config), extra_(std::move(extra)) {
     token_path_ = mesh_.dir + "/admin.token";
     mesh::testing::WriteFile(token_path_, std::string(kAdminToken) + "\n");
     if (launch == Launch::kNow) StartDaemon();
@@ -848,6 +851,38 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
   INFO(f.daemon_->log());
   CHECK(woken >= 1);  // the deletion
   CHECK(woken <= 3);  // the deletion, its consumer's re-creation advisories; never 400
+  f.Stop();
+}
+
+// A large apply also goes over further connections ("lanes") where the server handles one
+// connection's requests one after another (2.9 to 2.11.9). One the server refused left no trace:
+// the apply went on one connection, slower, and neither the log nor /metrics said why.
+TEST_CASE("Lanes the server refuses are logged and counted, and the mesh converges all the same",
+          "[daemon][integration][server]") {
+  if (!observers::HandlesApiRequestsInPlace(
+          observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()))) {
+    SUCCEED("2.11.10 on: no lanes to open");
+    return;
+  }
+  // The Medium mesh's first pass creates some 350 consumers: a spread apply. The server takes
+  // the daemon's connection and no other one.
+  DaemonFixture f(
+      mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Medium())), {},
+      Launch::kNow, "max_connections: 1");
+  f.WaitConverged();
+  // Counted when the attempt ends (it may outlast the apply that started it), reported by the
+  // pass after; then no new attempt within the minute.
+  const std::string failures = "mesh_reconciler_bus_lane_open_failures_total";
+  CHECK(WaitFor([&] {
+    (void)f.Reconcile();
+    return f.Metric(failures) == 3;
+  }));
+  const std::string log = f.daemon_->log();
+  INFO(log);
+  CHECK(log.find("lanes could not be opened; large applies use the connections open") !=
+        std::string::npos);
+  CHECK(log.find("open lane ") != std::string::npos);
+  CHECK(log.find(kReconcilerPassword) == std::string::npos);
   f.Stop();
 }
 

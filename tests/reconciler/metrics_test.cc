@@ -109,6 +109,7 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
        "mesh_reconciler_lease_holder 1", "mesh_reconciler_held 0",
        "mesh_reconciler_bus_connected 0", "mesh_reconciler_records_valid 0",
        "mesh_reconciler_exceptions_total 0", "mesh_reconciler_last_success_timestamp_seconds 0",
+       "mesh_reconciler_bus_lane_open_failures_total 0",
        "mesh_reconciler_users_file_reloads_total{result=\"success\"} 0",
        "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 0",
        "mesh_reconciler_users_file_writes_total{result=\"success\"} 0",
@@ -160,9 +161,11 @@ TEST_CASE("A pass records drift, repairs, reloads, duration and success", "[metr
   PassReport converged;
   converged.trigger = Trigger::kPeriodic;
   converged.records_valid = true;
+  converged.lane_open_failures = 3;  // reported by the pass after the apply that wanted them
   metrics.RecordPass(converged, 1700000100.25);
   const std::string after = metrics.Serialize();
   CheckHasAll(after, {"mesh_reconciler_drift_objects{kind=\"stream\",state=\"missing\"} 0",
+                      "mesh_reconciler_bus_lane_open_failures_total 3",
                       "mesh_reconciler_passes_total{result=\"success\",trigger=\"periodic\"} 1",
                       "mesh_reconciler_last_success_timestamp_seconds 1700000100.25",
                       "mesh_reconciler_pass_duration_seconds_count 2"});
@@ -274,7 +277,7 @@ TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
     CHECK(name.rfind("mesh_reconciler_", 0) == 0);
     ++families;
   }
-  CHECK(families == 15);
+  CHECK(families == 16);
 }
 
 TEST_CASE("Until 0.2.0 every 0.1.0 name exports exactly the samples of its new name", "[metrics]") {
