@@ -1,11 +1,14 @@
 // `run` (the daemon) and the on-call commands that talk to a running daemon: `reconcile
 // --remote`, `hold`, `release`.
+#include <malloc.h>
 #include <rapidjson/document.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -214,8 +217,35 @@ daemon logs who released it and why, beside the hold's own reason.
 Exit codes: 0 released (or was not held), 1 error, 64 usage error.
 )";
 
+namespace {
+
+// glibc raises its mmap threshold to the largest block freed (up to 32 MiB), and its trim
+// threshold to twice that. After the first large pass, every pass's big transient buffers (the
+// replies for 256 consumers, the observed and planned vectors of thousands of objects) are then
+// carved from the arenas and freed back into them, and each thread's arena (the reconcile
+// thread, the observation's helper, cnats', the HTTP threads') keeps its own high-water mark:
+// the daemon's resident memory grew with every pass under load. Fixed thresholds keep blocks of
+// 128 KiB and more in mappings of their own, returned when freed, and return free memory above
+// 128 KiB at the top of a heap (docs/benchmarks.md, "Memory"). An operator's own malloc tuning
+// (GLIBC_TUNABLES, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) is left in force.
+void BoundRetainedHeap() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if ((tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) ||
+      std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) {
+    return;
+  }
+  constexpr int kThreshold = 128 * 1024;
+  if (mallopt(M_MMAP_THRESHOLD, kThreshold) != 1 || mallopt(M_TRIM_THRESHOLD, kThreshold) != 1) {
+    Log(LogLevel::kWarn, 0, "malloc thresholds not set; memory may stay at its peak");
+  }
+}
+
+}  // namespace
+
 int RunDaemon(Settings& settings) {
   constexpr const char* kCommand = "run";
+  BoundRetainedHeap();
   if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
     return CommandFail(kCommand, secrets.message());
   }
