@@ -33,6 +33,9 @@ namespace {
 // wait (a request timeout, 5 s by default; the wait for a deleted stream's folder, 5 s) so that
 // a slow pass still ends with a release; well inside the chart's terminationGracePeriodSeconds.
 constexpr auto kShutdownGrace = std::chrono::seconds(15);
+// How long shutdown waits for the hashes under way (a fraction of that at the default cost)
+// before it exits without them: their results would be thrown away.
+constexpr auto kHashingGrace = std::chrono::seconds(1);
 // POST /reconcile waits this long for its pass; the CLI waits a little longer for the answer.
 constexpr auto kForcedPassTimeout = std::chrono::seconds(60);
 constexpr auto kRemoteTimeout = kForcedPassTimeout + std::chrono::seconds(15);
@@ -326,6 +329,18 @@ int RunDaemon(Settings& settings) {
     // not destroyed; the process exits and the kernel closes the connection.
     Log(LogLevel::kWarn, loop.passes_started(), "abandoning the pass in flight");
     (*server)->Stop();
+    std::fflush(nullptr);
+    _exit(kExitOk);
+  }
+  if (runner.StopHashing(kHashingGrace) == HashingStop::kStillRunning) {
+    // bcrypt cannot be interrupted: at a high cost on a saturated CPU (the hashing runs at
+    // nice 19) a hash under way took over a minute, past the kubelet's grace period. The
+    // hashing threads still use the runner, so it is not destroyed; the kernel closes the
+    // bus connection. The lease was released when the loop stopped.
+    Log(LogLevel::kInfo, 0, "not waiting for the hashes under way: their results are dropped",
+        {{"waited_ms", std::chrono::milliseconds(kHashingGrace).count()}});
+    (*server)->Stop();
+    Log(LogLevel::kInfo, 0, "stopped");
     std::fflush(nullptr);
     _exit(kExitOk);
   }

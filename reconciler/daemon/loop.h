@@ -94,6 +94,8 @@ class ReconcilerRunner : public PassRunner {
   std::optional<int64_t> bus_certificate_expiry() const override {
     return reconciler_.bus_certificate_expiry();
   }
+  // After the loop stopped (Reconciler::StopHashing).
+  HashingStop StopHashing(std::chrono::milliseconds wait) { return reconciler_.StopHashing(wait); }
 
  private:
   Reconciler reconciler_;

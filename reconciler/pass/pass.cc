@@ -246,6 +246,7 @@ struct Reconciler::Impl {
   // Takes back the hasher (and the rendering when it is for `desired`) of a finished job.
   bool CollectHashJob(PassReport& report);
   void StopHashJob();
+  HashingStop StopHashJobWithin(std::chrono::milliseconds wait);
   Status Connect(uint64_t pass_id);
   // `readiness` is set to kNotReady when the gate stopped the observation.
   // `known`: consumers already known from this pass's acknowledged creations (ObserveScope).
@@ -583,6 +584,20 @@ void Reconciler::Impl::StopHashJob() {
   gate.Wake();
   if (job->thread.joinable()) job->thread.join();
   job.reset();
+}
+
+HashingStop Reconciler::Impl::StopHashJobWithin(std::chrono::milliseconds wait) {
+  if (!job) return HashingStop::kStopped;
+  job->cancelled.store(true);
+  gate.Wake();
+  // Each hashing thread stops after the password under way; `finished` follows the last.
+  const Clock::time_point deadline = Clock::now() + wait;
+  while (!job->finished.load() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!job->finished.load()) return HashingStop::kStillRunning;
+  StopHashJob();
+  return HashingStop::kStopped;
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
@@ -1102,6 +1117,10 @@ Reconciler::~Reconciler() = default;
 PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                                const std::set<StreamName>& named) {
   return impl_->Run(pass_id, trigger, mode, named);
+}
+
+HashingStop Reconciler::StopHashing(std::chrono::milliseconds wait) {
+  return impl_->StopHashJobWithin(wait);
 }
 
 LeaseChange Reconciler::RunLeaseRound() {

@@ -8,6 +8,7 @@
 // EventSink given at construction is invoked on cnats' threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -110,6 +111,8 @@ model::ReconcilerIdentity OwnIdentity(const PassSettings& settings);
 
 // The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
 // before it observes. Both hooks are called from the hashing thread and must not block.
+enum class HashingStop { kStopped, kStillRunning };
+
 struct BackgroundHashing {
   std::function<void()> ready;                    // the users file can now be rendered: wake
   std::function<void(int64_t pending)> progress;  // plain passwords still to hash (a gauge)
@@ -140,6 +143,12 @@ class Reconciler {
   bool bus_connected() const;
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.
   std::optional<int64_t> bus_certificate_expiry() const;
+
+  // Cancels the background hashing (BackgroundHashing) and waits up to `wait` for the hashes
+  // under way: bcrypt cannot be interrupted, and at a high cost on a saturated CPU one can take
+  // minutes. kStillRunning: they are still running, on this object; it must then not be
+  // destroyed (the caller exits the process instead). Only while no pass runs.
+  HashingStop StopHashing(std::chrono::milliseconds wait);
 
  private:
   struct Impl;
