@@ -263,6 +263,7 @@ TEST_CASE("A stale mesh durable created by hand is reported at once, an ephemera
   CHECK(std::chrono::steady_clock::now() - start < seconds(10));  // the interval is 1 h
   // One advisory-woken pass for the durable's advisory; the ephemeral's, before it, woke none
   // (a pass it had woken would have seen no drift and not be told apart here, so count them).
+  INFO(f.daemon_->log());
   CHECK(f.Metric(advisory_passes) - passes_before <= 2);
   auto drift = f.daemon_->Get("/drift");
   REQUIRE(drift.ok());
