@@ -590,6 +590,14 @@ int BusConnection::lanes_open() const {
   return open;
 }
 
+std::optional<uint64_t> BusConnection::client_id() const {
+  uint64_t cid = 0;
+  if (!connected() || natsConnection_GetClientID(impl_->connection.get(), &cid) != NATS_OK) {
+    return std::nullopt;
+  }
+  return cid;
+}
+
 BusConnection::LaneFailures BusConnection::lane_failures() const {
   return impl_->lane_failures->Get();
 }

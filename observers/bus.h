@@ -9,6 +9,7 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -86,6 +87,8 @@ class BusConnection {
   // connection rather than replace it, or the reconnect that wakes a pass never comes.
   bool reconnecting() const;
   std::string connected_url() const;  // without credentials
+  // The server's id for this connection (its cid in /connz); nullopt when not connected.
+  std::optional<uint64_t> client_id() const;
 
   // Sends every request, keeping at most settings.max_in_flight outstanding per connection, and
   // returns the replies in the same order. The requests of one batch may be handled in any

@@ -190,6 +190,33 @@ std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url
   return UnhealthyObjects(base + "/healthz?details=true", timeout);
 }
 
+Result<std::string> ObserveConnectionAccount(const std::string& monitor_url, uint64_t cid,
+                                             std::chrono::milliseconds timeout) {
+  std::string base = monitor_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  Result<HttpResponse> connz =
+      HttpGet(base + "/connz?auth=true&cid=" + std::to_string(cid), timeout);
+  if (!connz.ok()) return connz.status();
+  if (connz->status != 200) {
+    return Status(Errc::kUnavailable, "/connz answered HTTP " + std::to_string(connz->status));
+  }
+  auto doc = ParseObject(connz->body);
+  if (!doc) return Status(Errc::kInternal, "/connz: not a JSON object");
+  const rapidjson::Value* connections = Member(*doc, "connections");
+  if (connections != nullptr && connections->IsArray()) {
+    for (const auto& c : connections->GetArray()) {
+      if (!c.IsObject() || !c.HasMember("cid") || !c["cid"].IsUint64() ||
+          c["cid"].GetUint64() != cid) {
+        continue;
+      }
+      std::string account = String(c, "account");
+      if (account.empty()) return Status(Errc::kUnavailable, "/connz names no account for it");
+      return account;
+    }
+  }
+  return Status(Errc::kUnavailable, "/connz lists no connection " + std::to_string(cid));
+}
+
 int ServersByRoutes(std::string_view routez_body) {
   auto doc = ParseObject(routez_body);
   if (!doc) return 0;

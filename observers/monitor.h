@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,11 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
 // endpoint cannot be read.
 std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url,
                                                   std::chrono::milliseconds timeout);
+
+// The account of the client connection `cid` (BusConnection::client_id), from
+// /connz?cid=<cid>&auth=true (2.9.10 on); kUnavailable when it lists no such connection.
+Result<std::string> ObserveConnectionAccount(const std::string& monitor_url, uint64_t cid,
+                                             std::chrono::milliseconds timeout);
 
 // "2026-11-29T10:55:30.123456789Z" -> Unix ns; 0 when it cannot be parsed.
 int64_t ParseRfc3339Nanos(const std::string& text);
