@@ -113,6 +113,9 @@ const std::map<std::string, FlagSpec>& Flags() {
           }
           return SetString(s.monitor_url, v);
         }}},
+      {"store-dir",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) { return SetString(s.store_dir, v); }}},
       {"ca-file",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.bus.ca_file, v); }}},

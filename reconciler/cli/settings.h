@@ -94,6 +94,8 @@ inline constexpr char kPassSettingsHelpText[] =
                           the mesh's account entry, to include inside your own accounts block
   --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
   --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
+  --store-dir DIR         nats-server's JetStream store_dir, mounted here read-only: on 2.9 a
+                          deleted stream is recreated as soon as its old folder is gone there
   --prune                 delete objects marked as ours that the records no longer derive
   --lease                 several reconcilers on one cluster: only the holder of the JetStream
                           KV lease acts on streams and consumers; each keeps its users file

@@ -28,6 +28,7 @@
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/server_version.h"
+#include "observers/store_folder.h"
 #include "observers/users_file.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/lease_store.h"
@@ -259,6 +260,12 @@ struct Reconciler::Impl {
   bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
                             const PlanResult& plan);
   void RememberStreams(const observers::ObservedState& observed);
+  // With --store-dir, on a standalone server: the folder of the account's streams there, once
+  // checked to be this server's (it holds a stream the last observation saw, other than
+  // `recreated`); nullopt (logged) when it cannot be used.
+  std::optional<std::string> StoreFolderToWatch(uint64_t pass_id,
+                                                const observers::ObservedServer& server,
+                                                const std::vector<std::string>& recreated);
   // The named streams alone, before (or, for kRepair, instead of) the whole account: observed
   // with one info request each, planned (PlanStreams), waited for (WaitForRemovedStores) and
   // repaired, when the server is ready and this instance may act on JetStream. Fills
@@ -285,6 +292,8 @@ struct Reconciler::Impl {
   std::unique_ptr<observers::BusConnection> bus;
   int64_t requests_before = 0;         // bus->requests_sent() when this pass began using the bus
   int64_t lane_failures_reported = 0;  // bus->lane_failures().count as a pass last reported it
+  // The account of `bus`'s connection (/connz), once a recreation needed it (StoreFolderToWatch).
+  std::optional<std::string> bus_account;
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
@@ -626,6 +635,7 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
   bus = std::move(*connected);
   requests_before = 0;
   lane_failures_reported = 0;
+  bus_account.reset();
   Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
   if (events) {
     if (Status s = bus->SubscribeAdvisories(); !s.ok()) {
@@ -947,6 +957,37 @@ void Reconciler::Impl::RememberStreams(const observers::ObservedState& observed)
   }
 }
 
+std::optional<std::string> Reconciler::Impl::StoreFolderToWatch(
+    uint64_t pass_id, const observers::ObservedServer& server,
+    const std::vector<std::string>& recreated) {
+  if (settings.store_dir.empty()) return std::nullopt;
+  auto unusable = [&](const std::string& why) -> std::optional<std::string> {
+    Log(LogLevel::kWarn, pass_id, "--store-dir not used for this recreation; settling instead",
+        {{"reason", why}});
+    return std::nullopt;
+  };
+  if (!server.reachable) return unusable("the monitoring endpoint (--monitor) is unreachable");
+  if (!bus_account) {
+    const std::optional<uint64_t> cid = bus ? bus->client_id() : std::nullopt;
+    if (!cid) return unusable("not connected to the bus");
+    Result<std::string> account = observers::ObserveConnectionAccount(settings.monitor_url, *cid,
+                                                                      settings.bus.request_timeout);
+    if (!account.ok()) return unusable("the connection's account: " + account.status().ToString());
+    bus_account = *account;
+  }
+  const std::string folder = observers::StreamsFolder(settings.store_dir, *bus_account);
+  std::vector<StreamName> others;
+  for (const auto& [name, consumers] : seen_streams) {
+    if (std::find(recreated.begin(), recreated.end(), name.str()) == recreated.end()) {
+      others.push_back(name);
+    }
+  }
+  if (Status mine = observers::CheckStreamsFolder(folder, others); !mine.ok()) {
+    return unusable(mine.ToString());
+  }
+  return folder;
+}
+
 bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
                                             const observers::ObservedState& observed,
                                             const PlanResult& plan) {
@@ -965,7 +1006,44 @@ bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
       server.reachable &&
       observers::HealthzShowsStoresOnDisk(observers::ParseServerVersion(server.version), topology);
   std::string how;
-  if (visible) {
+  // With --store-dir (a standalone 2.9): the old folders' removal, seen on disk.
+  std::optional<std::string> folder;
+  if (!visible && topology == observers::Topology::kStandalone) {
+    folder = StoreFolderToWatch(pass_id, server, recreated);
+  }
+  // Whether any old folder is still there; nullopt when that cannot be told (then: settle).
+  auto folders_present = [&]() -> std::optional<bool> {
+    bool present = false;
+    for (const std::string& n : recreated) {
+      Result<observers::StoreFolder> f = observers::StreamFolder(*folder, StreamName(n));
+      if (!f.ok()) {
+        Log(LogLevel::kWarn, pass_id, "--store-dir cannot be read; settling instead",
+            {{"error", f.status().ToString()}});
+        return std::nullopt;
+      }
+      present = present || *f == observers::StoreFolder::kPresent;
+    }
+    return present;
+  };
+  std::optional<bool> present;
+  if (folder) present = folders_present();
+  if (present) {
+    // 2.9 removes a deleted stream's folder (its consumers' are inside it) after the deletion
+    // advisories, as the last step of the deletion (fileStore.Delete): gone means it is over.
+    how = "until the old folders are gone from --store-dir";
+    while (present && *present && Clock::now() - begin < kRemovalWait) {
+      std::this_thread::sleep_for(kRemovalPoll);
+      present = folders_present();
+    }
+    if (present && *present) {
+      Log(LogLevel::kWarn, pass_id, "an old stream folder is still there; recreating anyway",
+          {{"waited_ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(kRemovalWait).count()}});
+    }
+  }
+  if (present) {
+    // Waited for the folders themselves (a read error leaves `present` empty: settle below).
+  } else if (visible) {
     // The server names the old store until its folder is gone: wait for exactly that. A store
     // still named at the deadline stays, and the next plan reports it unrecoverable.
     how = "until the server no longer names the old store";

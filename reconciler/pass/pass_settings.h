@@ -23,7 +23,11 @@ struct PassSettings {
   std::string users_file;      // --users-file: the file nats-server includes
   std::string pid_file;        // --pid-file: nats-server's pid file
   std::string monitor_url;     // --monitor: http://127.0.0.1:8222
-  Prune prune = Prune::kNo;    // --prune
+  // --store-dir: the server's JetStream store_dir as mounted here (read only); on 2.9, which
+  // shows no store on disk, a recreation waits until the old folder is gone there instead of a
+  // fixed settle (observers/store_folder.h). Standalone servers only.
+  std::string store_dir;
+  Prune prune = Prune::kNo;           // --prune
   LeaseMode lease = LeaseMode::kOff;  // --lease (MESH_RECONCILER_LEASE=1)
   int bcrypt_cost = 10;               // --bcrypt-cost
   // --users-scope server|account: what the users file holds (model/users_file.h).

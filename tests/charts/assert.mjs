@@ -124,6 +124,20 @@ function checkPod(docs) {
   check(store.volume.claimTemplate &&
         (sts.spec.volumeClaimTemplates ?? []).some((t) => t.metadata.name === store.volume.name),
         'the JetStream store is not on a volumeClaimTemplate');
+  // A standalone server: the sidecar reads that store (read only) to see a deleted stream's old
+  // folder go; a cluster's sidecar neither mounts nor names it.
+  const storeDir = envValue(sidecar, 'MESH_RECONCILER_STORE_DIR');
+  if ((sts.spec.replicas ?? 1) === 1) {
+    const sidecarStore = where(pod, sidecar, storeDir ?? '', 'MESH_RECONCILER_STORE_DIR');
+    check(storeDir === natsSetting(conf, 'store_dir'),
+          `MESH_RECONCILER_STORE_DIR ${storeDir} is not nats' store_dir ${natsSetting(conf, 'store_dir')}`);
+    check(sidecarStore.id === store.id, `the sidecar reads ${sidecarStore.id}, nats stores in ${store.id}`);
+    check(sidecarStore.mount.readOnly === true, 'the sidecar mounts the JetStream store writable');
+  } else {
+    check(storeDir === undefined, 'a clustered sidecar has MESH_RECONCILER_STORE_DIR');
+    check(!(sidecar.volumeMounts ?? []).some((m) => m.name === store.volume.name),
+          'a clustered sidecar mounts the JetStream store');
+  }
 
   // The sidecar reaches nats-server on loopback, at the ports nats.conf listens on.
   const monitor = new URL(envValue(sidecar, 'MESH_RECONCILER_MONITOR'));

@@ -274,11 +274,15 @@ TEST_CASE("A stale mesh durable created by hand is reported at once, an ephemera
 // Issue 11: on 2.9 the server drops a deleted stream from its lists, then deletes its consumers,
 // sends the advisory and only then removes the store folder. A stream recreated meanwhile has
 // its folder removed under it: what it acknowledges is gone at the next restart. On 2.10 and
-// later the daemon waits until /healthz stops naming the old store; on 2.9 it settles after the
-// last deletion advisory.
+// later the daemon waits until /healthz stops naming the old store; on 2.9 it waits until the
+// old folders are gone from --store-dir, or without it settles after the last deletion advisory.
 TEST_CASE("Streams deleted in a burst are recreated without losing what is acknowledged after",
           "[daemon][integration][server]") {
-  DaemonFixture f(ExampleRecordsJson());
+  const bool store_mounted = GENERATE(true, false);
+  INFO((store_mounted ? "with" : "without") << " --store-dir");
+  DaemonFixture f(ExampleRecordsJson(), {}, Launch::kLater);
+  if (store_mounted) f.extra_ = {"--store-dir", f.mesh_.server->store_dir()};
+  f.StartDaemon();
   f.WaitConverged();
   // A client's durables on DECL (a workqueue: one filter each), as many as the Large mesh's
   // nodes have there and more: deleting DECL, the server deletes them one by one, an advisory
@@ -338,8 +342,20 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
       seconds(10));
   INFO(info);
   INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
-  INFO(f.daemon_->log());
+  const std::string log = f.daemon_->log();
+  INFO(log);
   CHECK(all_there);
+  // How the daemon knew the old stores were gone: 2.10 on name them in /healthz; 2.9 shows
+  // nothing, so the folders on disk, or the settle.
+  const bool healthz_shows = observers::HealthzShowsStoresOnDisk(
+      observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
+      observers::Topology::kStandalone);
+  const std::string how = healthz_shows ? "how=\"until the server no longer names the old store\""
+                          : store_mounted
+                              ? "how=\"until the old folders are gone from --store-dir\""
+                              : "how=\"a settle after the last deletion advisory";
+  CHECK(log.find(how) != std::string::npos);
+  CHECK(log.find("settling instead") == std::string::npos);
 }
 
 TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",

@@ -178,6 +178,12 @@ users file with the lease's permission, as the daemon will.
   value: {{ include "mesh.path.pidFile" . }}
 - name: MESH_RECONCILER_MONITOR
   value: {{ include "mesh.monitorUrl" . | quote }}
+{{- if eq (int .Values.replicas) 1 }}
+{{- /* A standalone 2.9 server shows no store on disk: the sidecar reads the data volume (read
+  only) to recreate a deleted stream once its old folder is gone. Clusters do not use it. */}}
+- name: MESH_RECONCILER_STORE_DIR
+  value: {{ include "mesh.path.dataDir" . }}/jetstream
+{{- end }}
 - name: MESH_RECONCILER_PRUNE
   value: {{ ternary "1" "0" .Values.reconciler.prune | quote }}
 - name: MESH_RECONCILER_LEASE
