@@ -303,16 +303,12 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
 
   std::vector<size_t> sendable, skipped;
   for (size_t i : consumer_actions) {
-    const Action& action = actions[i];
-    const StreamName& stream = action.consumer ? action.consumer->stream : action.target_stream;
-    (not_created.count(stream) != 0 ? skipped : sendable).push_back(i);
+    (not_created.count(ConsumerStream(actions[i])) != 0 ? skipped : sendable).push_back(i);
   }
   SendAll(actions, sendable, targets.bus, api, targets.before_chunk, out);
   for (size_t i : skipped) {
-    Action& action = actions[i];
-    const StreamName& stream = action.consumer ? action.consumer->stream : action.target_stream;
-    std::string detail = "stream " + stream.str() + " could not be created";
-    out.push_back({std::move(action), Outcome::kSkipped, 0, std::move(detail)});
+    std::string detail = "stream " + ConsumerStream(actions[i]).str() + " could not be created";
+    out.push_back({std::move(actions[i]), Outcome::kSkipped, 0, std::move(detail)});
   }
   return out;
 }

@@ -383,8 +383,7 @@ observers::KnownConsumers CreatedConsumers(const std::vector<ActionOutcome>& out
   std::set<StreamName> unsure;
   for (const ActionOutcome& o : outcomes) {
     if (KindOf(o.action.kind) != ObjectKind::kConsumer) continue;
-    const StreamName& stream =
-        o.action.consumer ? o.action.consumer->stream : o.action.target_stream;
+    const StreamName& stream = ConsumerStream(o.action);
     auto it = known.find(stream);
     if (it == known.end()) continue;
     if (o.action.kind == ActionKind::kCreateConsumer && o.outcome == Outcome::kDone &&

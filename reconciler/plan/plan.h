@@ -93,6 +93,11 @@ struct Action {
   bool operator==(const Action&) const = default;
 };
 
+// The stream a consumer action is on: its spec's (create, update) or its target (delete).
+inline const StreamName& ConsumerStream(const Action& a) {
+  return a.consumer ? a.consumer->stream : a.target_stream;
+}
+
 struct PlanOptions {
   Prune prune = Prune::kNo;
   std::string users_file_path;  // names the users-file drift entry; empty: users file unmanaged
