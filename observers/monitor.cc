@@ -33,6 +33,12 @@ std::optional<int64_t> Digits(const std::string& text, size_t pos, size_t digits
 
 // "JetStream stream 'A > S' ..." / "JetStream consumer 'A > S > C' ...": the one error 2.9's
 // /healthz names (it has no details=true); nullopt for an error about no single object.
+// The monitor's URL as given, without trailing slashes, ready for a path.
+std::string WithoutTrailingSlashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 std::optional<ObjectHealth> ObjectFromError(const std::string& error) {
   for (const auto& [prefix, kind] :
        {std::pair{"JetStream stream '", ObjectHealth::Kind::kStream},
@@ -116,8 +122,7 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   server.monitor_configured = !monitor_url.empty();
   if (!server.monitor_configured) return server;
 
-  std::string base = monitor_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string base = WithoutTrailingSlashes(monitor_url);
   Result<HttpResponse> varz = HttpGet(base + "/varz", timeout);
   if (!varz.ok() || varz->status != 200) {
     server.not_ready_reason = varz.ok()
@@ -185,15 +190,13 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
 
 std::vector<ObjectHealth> ObserveUnhealthyObjects(const std::string& monitor_url,
                                                   std::chrono::milliseconds timeout) {
-  std::string base = monitor_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string base = WithoutTrailingSlashes(monitor_url);
   return UnhealthyObjects(base + "/healthz?details=true", timeout);
 }
 
 Result<std::string> ObserveConnectionAccount(const std::string& monitor_url, uint64_t cid,
                                              std::chrono::milliseconds timeout) {
-  std::string base = monitor_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  const std::string base = WithoutTrailingSlashes(monitor_url);
   Result<HttpResponse> connz =
       HttpGet(base + "/connz?auth=true&cid=" + std::to_string(cid), timeout);
   if (!connz.ok()) return connz.status();

@@ -109,10 +109,11 @@ struct PassReport {
 // to publish to.
 model::ReconcilerIdentity OwnIdentity(const PassSettings& settings);
 
-// The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
-// before it observes. Both hooks are called from the hashing thread and must not block.
+// Reconciler::StopHashing: the hashes under way ended within the wait, or are still running.
 enum class HashingStop { kStopped, kStillRunning };
 
+// The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
+// before it observes. Both hooks are called from the hashing thread and must not block.
 struct BackgroundHashing {
   std::function<void()> ready;                    // the users file can now be rendered: wake
   std::function<void(int64_t pending)> progress;  // plain passwords still to hash (a gauge)
