@@ -1,5 +1,11 @@
 // The one Catch2 v2 main shared by every test binary.
 #define CATCH_CONFIG_MAIN
+// No fatal-signal handler of Catch2's: it formats and reports the failure from inside the
+// handler (allocation, stdio), which is not async-signal-safe. ThreadSanitizer reported it
+// ("signal-unsafe call inside of a signal") when a test ended in std::terminate. Without it a
+// crash is reported by the sanitizers' own handlers, or by CTest from the exit status; each
+// test case runs in a process of its own, so CTest still names the case.
+#define CATCH_CONFIG_NO_POSIX_SIGNALS
 #include <algorithm>
 #include <catch2/catch.hpp>
 

@@ -275,21 +275,22 @@ TEST_CASE("Records rewritten in place while read: never a mix of two versions",
   if (!mixed.empty()) FAIL_CHECK("acted on a mix: " << mixed.front());
   CHECK(outcomes["a"] + outcomes["b"] + outcomes["c"] > 0);
 
-  // A writer that never leaves the file alone: not read at all.
-  std::atomic<bool> stop{false};
+  // A writer that never leaves the file alone: not read at all. A jthread, so that a failed
+  // REQUIRE stops and joins it rather than ending the process.
   std::atomic<int> busy_writes{0};
-  std::thread busy([&] {
-    for (int round = 0; !stop; ++round) {
+  std::jthread busy([&](std::stop_token stop) {
+    for (int round = 0; !stop.stop_requested(); ++round) {
       const std::string& next = round % 2 == 0 ? b : a;
       const int fd = open(path.c_str(), O_WRONLY);
-      if (fd < 0 || write(fd, next.data(), next.size()) < 0) stop = true;
+      const bool failed = fd < 0 || write(fd, next.data(), next.size()) < 0;
       if (fd >= 0) close(fd);
+      if (failed) return;
       ++busy_writes;
     }
   });
   REQUIRE(WaitFor([&] { return busy_writes > 10; }));
   Result<model::ParseOutcome> busy_load = LoadRecords(path, "mesh-reconciler");
-  stop = true;
+  busy.request_stop();
   busy.join();
   REQUIRE_FALSE(busy_load.ok());
   CHECK(busy_load.status().code() == Errc::kUnavailable);
@@ -579,20 +580,30 @@ TEST_CASE("Readers of the users file see only whole renderings, never half a fil
   const std::string path = dir.path + "/users.conf";
   REQUIRE(WriteFileAtomically(path, a).ok());
 
-  std::atomic<bool> stop{false};
+  constexpr int kReads = 100;
   std::atomic<int> reads{0};
   std::vector<size_t> torn;  // sizes of reads that were neither rendering
-  std::thread reader([&] {
-    while (!stop) {
-      const std::string seen = ReadFile(path);
-      if (seen != a && seen != b) torn.push_back(seen.size());
-      ++reads;
+  {
+    // A jthread: stopped and joined on every way out of this block, a failed REQUIRE included
+    // (a joinable std::thread there ended the process in std::terminate, under a fatal-signal
+    // handler that is not async-signal-safe).
+    std::jthread reader([&](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        const std::string seen = ReadFile(path);
+        if (seen != a && seen != b) torn.push_back(seen.size());
+        ++reads;
+      }
+    });
+    // Rewrites until the reader has read kReads times while they went on, however fast or slow
+    // either side is on this machine: the reads counted all overlap the writes.
+    constexpr int kMaxWrites = 10000;
+    int writes = 0;
+    for (; writes < kMaxWrites && (writes < kReads || reads < kReads); ++writes) {
+      REQUIRE(WriteFileAtomically(path, writes % 2 == 0 ? b : a).ok());
     }
-  });
-  for (int i = 0; i < 100; ++i) REQUIRE(WriteFileAtomically(path, i % 2 == 0 ? b : a).ok());
-  REQUIRE(WaitFor([&] { return reads > 100; }));
-  stop = true;
-  reader.join();
+    INFO(writes << " writes, " << reads << " reads");
+    REQUIRE(reads >= kReads);
+  }
   INFO(reads << " reads");
   CHECK(torn.empty());
 }

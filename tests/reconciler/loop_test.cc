@@ -391,10 +391,13 @@ TEST_CASE("The held gauge agrees with the loop after holds and releases race", "
   Loop loop(QuietOptions(), &metrics);
   int disagreements = 0;
   for (int round = 0; round < 2000; ++round) {
-    std::thread holder([&] { REQUIRE(loop.Hold(std::chrono::minutes(5)).ok()); });
+    // Catch2's assertions are not thread-safe: the hold's result is checked after the join.
+    bool hold_ok = false;
+    std::thread holder([&] { hold_ok = loop.Hold(std::chrono::minutes(5)).ok(); });
     std::thread releaser([&] { loop.Release(); });
     holder.join();
     releaser.join();
+    REQUIRE(hold_ok);
     const bool held = loop.hold_state().held;
     const std::string text = metrics.Serialize();
     // The sample line, not the HELP line (whose text starts "1 while on-call holds").
