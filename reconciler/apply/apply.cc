@@ -209,25 +209,30 @@ ActionOutcome Reload(const std::string& name, const ApplyTargets& targets) {
         observers::ObserveServer(targets.monitor_url, kMonitorRequestTimeout);
     if (server.reachable) before = server.config_load_time_unix_ns;
   }
-  if (Status sent = SignalReload(targets.pid_file); !sent.ok()) {
+  const ReloadSignal sent = SignalReload(targets.pid_file);
+  if (!sent.status.ok()) {
     out.outcome = Outcome::kFailed;
-    out.detail = "reload not requested: " + sent.message();
+    out.signal_refusal = sent.refusal;
+    out.detail = "reload not requested: " + sent.status.message();
     return out;
   }
+  // Every later word names the PID signalled.
+  const std::string signalled = " (SIGHUP to nats-server pid " + std::to_string(sent.pid) + ")";
   if (!before) {
     out.outcome = Outcome::kFailed;
-    out.detail = targets.monitor_url.empty()
-                     ? "reload requested, not confirmed: no --monitor configured"
-                     : "reload requested, not confirmed: monitor unreachable";
+    out.detail =
+        (targets.monitor_url.empty() ? "reload requested, not confirmed: no --monitor configured"
+                                     : "reload requested, not confirmed: monitor unreachable") +
+        signalled;
     return out;
   }
   if (Status confirmed = ConfirmReload(targets.monitor_url, *before, targets.reload_timeout);
       !confirmed.ok()) {
     out.outcome = Outcome::kFailed;
-    out.detail = confirmed.message();
+    out.detail = confirmed.message() + signalled;
     return out;
   }
-  out.detail = "reload confirmed";
+  out.detail = "reload confirmed" + signalled;
   return out;
 }
 
@@ -339,10 +344,45 @@ Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
   return FsyncFolder(folder);
 }
 
-Status SignalReload(const std::string& pid_file) {
+const char* ToString(SignalRefusal v) {
+  switch (v) {
+    case SignalRefusal::kNone:
+      return "none";
+    case SignalRefusal::kStale:
+      return "stale";
+    case SignalRefusal::kForeign:
+      return "foreign";
+  }
+  return "none";
+}
+
+SignalRefusal CheckServerProcess(const observers::ProcessInfo& process, pid_t self,
+                                 std::string* why) {
+  const std::string pid = "pid " + std::to_string(process.pid);
+  if (process.state == observers::ProcessState::kZombie) {
+    *why = pid + " has exited (a stale pid file)";
+    return SignalRefusal::kStale;
+  }
+  if (process.pid == self) {
+    *why = pid + " is this process, not nats-server (a stale pid file whose PID was reused)";
+    return SignalRefusal::kForeign;
+  }
+  constexpr const char* kServer = "nats-server";
+  if (process.program == kServer || process.exe_name == kServer) return SignalRefusal::kNone;
+  const std::string& name = process.program.empty() ? process.exe_name : process.program;
+  *why = pid + " is " + (name.empty() ? std::string("an unnamed process") : "'" + name + "'") +
+         ", not nats-server (a stale pid file whose PID was reused)";
+  return SignalRefusal::kForeign;
+}
+
+ReloadSignal SignalReload(const std::string& pid_file) {
+  ReloadSignal out;
   // Without blocking: a FIFO in the pid file's place is refused, not waited on.
   Result<std::string> read = observers::ReadRegularFile(pid_file, "pid file", 4096);
-  if (!read.ok()) return read.status();
+  if (!read.ok()) {
+    out.status = read.status();
+    return out;
+  }
   const std::string& content = *read;
   size_t begin = content.find_first_not_of(" \t\r\n");
   size_t end = content.find_last_not_of(" \t\r\n");
@@ -351,12 +391,35 @@ Status SignalReload(const std::string& pid_file) {
   const bool numeric = !digits.empty() && digits.size() <= 9 &&
                        digits.find_first_not_of("0123456789") == std::string::npos;
   const long pid = numeric ? std::stol(digits) : 0;
-  if (pid <= 1) return Status(Errc::kInvalidArgument, "pid file " + pid_file + " holds no pid");
-  if (kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
-    return Status(errno == ESRCH ? Errc::kUnavailable : Errc::kIo,
-                  Errno("SIGHUP to pid " + std::to_string(pid) + " from " + pid_file));
+  if (pid <= 1) {
+    out.status = Status(Errc::kInvalidArgument, "pid file " + pid_file + " holds no pid");
+    return out;
   }
-  return Status::Ok();
+  out.pid = static_cast<pid_t>(pid);
+  Result<observers::ProcessInfo> process = observers::ReadProcess(out.pid);
+  std::string why;
+  if (!process.ok()) {
+    if (process.status().code() == Errc::kUnavailable) out.refusal = SignalRefusal::kStale;
+    why = "pid " + std::to_string(pid) +
+          (out.refusal == SignalRefusal::kStale ? " is not running (a stale pid file)"
+                                                : ": " + process.status().message());
+  } else {
+    out.refusal = CheckServerProcess(*process, getpid(), &why);
+  }
+  if (!process.ok() || out.refusal != SignalRefusal::kNone) {
+    out.status = Status(out.refusal == SignalRefusal::kStale     ? Errc::kUnavailable
+                        : out.refusal == SignalRefusal::kForeign ? Errc::kRefused
+                                                                 : Errc::kIo,
+                        "not signalled: " + pid_file + " names " + why);
+    return out;
+  }
+  if (kill(out.pid, SIGHUP) != 0) {
+    if (errno == ESRCH) out.refusal = SignalRefusal::kStale;  // it exited since it was read
+    out.status =
+        Status(errno == ESRCH ? Errc::kUnavailable : Errc::kIo,
+               Errno("SIGHUP to nats-server pid " + std::to_string(pid) + " from " + pid_file));
+  }
+  return out;
 }
 
 Status ConfirmReload(const std::string& monitor_url, int64_t before_unix_ns,

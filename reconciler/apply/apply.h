@@ -13,6 +13,7 @@
 
 #include "model/result.h"
 #include "observers/bus.h"
+#include "observers/process.h"
 #include "reconciler/plan/plan.h"
 
 namespace mesh::reconciler {
@@ -20,11 +21,21 @@ namespace mesh::reconciler {
 enum class Outcome { kDone, kRefused, kFailed, kSkipped };
 const char* ToString(Outcome v);  // "done", "refused", "failed", "skipped"
 
+// Why the reload signal was not sent to the PID that nats-server's pid file names.
+enum class SignalRefusal {
+  kNone,     // sent, or not sent for another reason (no pid file, no PID in it)
+  kStale,    // no such process (or one that has exited): the server is gone, its pid file left
+  kForeign,  // a running process that is not nats-server (this process included): a reused PID
+};
+const char* ToString(SignalRefusal v);  // "none", "stale", "foreign" (metric label values)
+
 struct ActionOutcome {
   Action action;
   Outcome outcome = Outcome::kDone;
   int err_code = 0;    // JetStream err_code when refused (e.g. 10052)
   std::string detail;  // the server's text, or why skipped/failed; no secrets
+  // kReloadServer: why no signal went out (mesh_reconciler_reload_signals_refused_total).
+  SignalRefusal signal_refusal = SignalRefusal::kNone;
 };
 
 // Asked before each chunk of JetStream actions is sent: whether this instance may still act on
@@ -55,8 +66,21 @@ std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets
 // temporary file in the same folder, mode 0600, write, fsync, rename, fsync the folder.
 // On failure the old file is untouched and the temporary file removed.
 Status WriteFileAtomically(const std::string& path, const std::string& bytes);
-// SIGHUP to the PID in `pid_file`; an error when the file is absent/garbage or the PID is dead.
-Status SignalReload(const std::string& pid_file);
+// What SignalReload did: the PID it read (0 when none) and, when it sent nothing, why.
+struct ReloadSignal {
+  Status status;
+  pid_t pid = 0;
+  SignalRefusal refusal = SignalRefusal::kNone;
+};
+// SIGHUP to the nats-server whose PID is in `pid_file`. Nothing is sent, and the status says
+// why, when the file is absent or holds no PID, when no process has that PID (kStale), or when
+// the process is not nats-server (kForeign: its program, argv[0] or /proc/<pid>/exe, is not
+// named nats-server; or it is this very process).
+ReloadSignal SignalReload(const std::string& pid_file);
+// Whether `process` may be sent nats-server's reload signal: kNone when it is a running
+// nats-server other than `self`; `why` says what it is otherwise. Pure.
+SignalRefusal CheckServerProcess(const observers::ProcessInfo& process, pid_t self,
+                                 std::string* why);
 // Waits until /varz config_load_time is later than `before_unix_ns`; an error on timeout
 // ("reload not confirmed") or when the monitor is unreachable.
 Status ConfirmReload(const std::string& monitor_url, int64_t before_unix_ns,

@@ -161,7 +161,12 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
                               .Help("Further connections a large apply wanted that could not be "
                                     "opened; it went on the connections open")
                               .Register(*registry_)
-                              .Add({})) {
+                              .Add({})),
+      reload_refusals_(prometheus::BuildCounter()
+                           .Name("mesh_reconciler_reload_signals_refused_total")
+                           .Help("Users-file reloads not signalled: the pid file named no running "
+                                 "nats-server (stale) or another program (foreign)")
+                           .Register(*registry_)) {
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -171,6 +176,9 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
   for (const auto* family : {&writes_, &reloads_}) {
     family->Add({{"result", "success"}});
     family->Add({{"result", "failure"}});
+  }
+  for (const SignalRefusal reason : {SignalRefusal::kStale, SignalRefusal::kForeign}) {
+    reload_refusals_.Add({{"reason", ToString(reason)}});
   }
   prometheus::BuildGauge()
       .Name("mesh_reconciler_build_info")
@@ -216,6 +224,9 @@ void Metrics::RecordOutcomes(const PassReport& report) {
               {"action", VerbOf(kind)},
               {"result", RepairResult(outcome.outcome)}})
         .Increment();
+    if (outcome.signal_refusal != SignalRefusal::kNone) {
+      reload_refusals_.Add({{"reason", ToString(outcome.signal_refusal)}}).Increment();
+    }
     if (kind == ActionKind::kWriteUsersFile || kind == ActionKind::kReloadServer) {
       if (const auto result = AttemptResult(outcome.outcome)) {
         (kind == ActionKind::kWriteUsersFile ? writes_ : reloads_)

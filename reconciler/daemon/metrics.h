@@ -27,6 +27,10 @@
 //   mesh_reconciler_bus_lane_open_failures_total     counter: further connections a large apply
 //                                                    wanted (observers::Spread::kLanes) that could
 //                                                    not be opened; it used those open instead
+//   mesh_reconciler_reload_signals_refused_total{reason}
+//                                                    counter; reason stale|foreign: reloads not
+//                                                    signalled because the pid file's PID was not
+//                                                    a running nats-server (apply.h, SignalReload)
 //   process_*                                        the standard process metrics
 //                                                    (reconciler/daemon/process_metrics.h), read at
 //                                                    scrape
@@ -181,6 +185,7 @@ class Metrics {
   prometheus::Gauge& lease_holder_;
   Twin<prometheus::Gauge> credentials_pending_;
   prometheus::Counter& lane_open_failures_;
+  prometheus::Family<prometheus::Counter>& reload_refusals_;
   // [ObjectKind][DriftState], created at construction so all 15 series are always present.
   std::array<std::array<Twin<prometheus::Gauge>, kDriftStates>, 3> drift_cells_{};
   Mutex certificate_mutex_;

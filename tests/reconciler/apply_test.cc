@@ -143,17 +143,18 @@ TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process
   TempDir dir("mesh-apply");
   const std::string pid_file = dir.path + "/nats.pid";
 
-  CHECK(SignalReload(pid_file).message().find("cannot read pid file") != std::string::npos);
+  CHECK(SignalReload(pid_file).status.message().find("cannot read pid file") != std::string::npos);
   // A FIFO in its place is refused at once, never waited on.
   REQUIRE(mkfifo(pid_file.c_str(), 0600) == 0);
-  CHECK(SignalReload(pid_file).message().find("is not a regular file") != std::string::npos);
+  CHECK(SignalReload(pid_file).status.message().find("is not a regular file") != std::string::npos);
   std::filesystem::remove(pid_file);
   for (const char* garbage : {"", "abc", "12abc", "-5", "0", "1", "99999999999999"}) {
     WriteFile(pid_file, garbage);
     INFO("pid file holds \"" << garbage << "\"");
-    Status status = SignalReload(pid_file);
-    CHECK_FALSE(status.ok());
-    CHECK(status.message().find("holds no pid") != std::string::npos);
+    const ReloadSignal sent = SignalReload(pid_file);
+    CHECK_FALSE(sent.status.ok());
+    CHECK(sent.status.message().find("holds no pid") != std::string::npos);
+    CHECK(sent.refusal == SignalRefusal::kNone);
   }
 
   pid_t child = fork();
@@ -161,24 +162,101 @@ TEST_CASE("SignalReload refuses an absent or garbage pid file and a dead process
   if (child == 0) _exit(0);
   REQUIRE(waitpid(child, nullptr, 0) == child);
   WriteFile(pid_file, std::to_string(child) + "\n");
-  Status dead = SignalReload(pid_file);
-  CHECK(dead.code() == Errc::kUnavailable);
-  CHECK(dead.message().find(std::to_string(child)) != std::string::npos);
+  const ReloadSignal dead = SignalReload(pid_file);
+  CHECK(dead.status.code() == Errc::kUnavailable);
+  CHECK(dead.refusal == SignalRefusal::kStale);
+  CHECK(dead.pid == child);
+  CHECK(dead.status.message().find("pid " + std::to_string(child) + " is not running") !=
+        std::string::npos);
 }
 
-TEST_CASE("SignalReload sends SIGHUP to the process in the pid file", "[apply]") {
-  TempDir dir("mesh-apply");
-  const std::string pid_file = dir.path + "/nats.pid";
-  pid_t child = fork();
-  REQUIRE(child >= 0);
+TEST_CASE("CheckServerProcess: only a running nats-server other than this process", "[apply]") {
+  observers::ProcessInfo p;
+  p.pid = 4242;
+  std::string why;
+  p.program = "nats-server";
+  CHECK(CheckServerProcess(p, 1000, &why) == SignalRefusal::kNone);
+  p.program = "/usr/sbin/nats-server";  // never a path: ReadProcess gives the file name
+  p.exe_name = "nats-server";
+  CHECK(CheckServerProcess(p, 1000, &why) == SignalRefusal::kNone);  // the binary's own name
+  p.program = "sleep";
+  p.exe_name = "sleep";
+  CHECK(CheckServerProcess(p, 1000, &why) == SignalRefusal::kForeign);
+  CHECK(why == "pid 4242 is 'sleep', not nats-server (a stale pid file whose PID was reused)");
+  p.program = "";
+  p.exe_name = "";
+  CHECK(CheckServerProcess(p, 1000, &why) == SignalRefusal::kForeign);
+  CHECK(why.find("an unnamed process") != std::string::npos);
+  p.program = "nats-server";
+  CHECK(CheckServerProcess(p, 4242, &why) == SignalRefusal::kForeign);  // ourselves
+  CHECK(why.find("is this process") != std::string::npos);
+  p.state = observers::ProcessState::kZombie;
+  CHECK(CheckServerProcess(p, 1000, &why) == SignalRefusal::kStale);
+}
+
+// A child that runs `program` (a copy of sleep under the name given), in a folder of the test.
+pid_t StartSleeper(const std::string& folder, const std::string& name) {
+  const std::string program = folder + "/" + name;
+  std::filesystem::copy_file("/bin/sleep", program,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  const pid_t child = fork();
   if (child == 0) {
     signal(SIGHUP, SIG_DFL);
-    while (true) pause();
+    execl(program.c_str(), program.c_str(), "300", static_cast<char*>(nullptr));
+    _exit(127);
   }
-  WriteFile(pid_file, std::to_string(child) + "\n");
-  REQUIRE(SignalReload(pid_file).ok());
+  return child;
+}
+
+// Waits until `pid` runs `name` (after the exec), or the deadline.
+bool WaitRuns(pid_t pid, const std::string& name) {
+  return WaitFor([&] {
+    Result<observers::ProcessInfo> info = observers::ReadProcess(pid);
+    return info.ok() && info->program == name;
+  });
+}
+
+TEST_CASE("SignalReload sends SIGHUP to a nats-server, and to nothing else the pid file names",
+          "[apply]") {
+  TempDir dir("mesh-apply");
+  const std::string pid_file = dir.path + "/nats.pid";
+
+  // A PID reused by another program: never signalled, whatever the pid file says.
+  const pid_t foreign = StartSleeper(dir.path, "sleep");
+  REQUIRE(foreign > 0);
+  REQUIRE(WaitRuns(foreign, "sleep"));
+  WriteFile(pid_file, std::to_string(foreign) + "\n");
+  const ReloadSignal refused = SignalReload(pid_file);
+  CHECK(refused.status.code() == Errc::kRefused);
+  CHECK(refused.refusal == SignalRefusal::kForeign);
+  CHECK(refused.pid == foreign);
+  CHECK(refused.status.message() == "not signalled: " + pid_file + " names pid " +
+                                        std::to_string(foreign) +
+                                        " is 'sleep', not nats-server (a stale pid file whose "
+                                        "PID was reused)");
+  // Still running: nothing was sent.
   int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(waitpid(foreign, &status, WNOHANG) == 0);
+  kill(foreign, SIGKILL);
+  REQUIRE(waitpid(foreign, &status, 0) == foreign);
+  CHECK(WTERMSIG(status) == SIGKILL);
+
+  // This very process (in a pod's shared PID namespace, the sidecar's own PID).
+  WriteFile(pid_file, std::to_string(getpid()) + "\n");
+  const ReloadSignal self = SignalReload(pid_file);
+  CHECK(self.refusal == SignalRefusal::kForeign);
+  CHECK(self.status.message().find("is this process") != std::string::npos);
+
+  // A program named nats-server is signalled.
+  const pid_t server = StartSleeper(dir.path, "nats-server");
+  REQUIRE(server > 0);
+  REQUIRE(WaitRuns(server, "nats-server"));
+  WriteFile(pid_file, std::to_string(server) + "\n");
+  const ReloadSignal sent = SignalReload(pid_file);
+  CHECK(sent.status.ok());
+  CHECK(sent.pid == server);
+  REQUIRE(waitpid(server, &status, 0) == server);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGHUP);
 }
@@ -274,7 +352,7 @@ TEST_CASE("ConfirmReload waits for the server's load time to move",
   Status early = ConfirmReload(s.server->monitor_url(), before, std::chrono::milliseconds(300));
   CHECK(early.code() == Errc::kTimeout);
   CHECK(early.message().find("reload not confirmed") != std::string::npos);
-  REQUIRE(SignalReload(s.server->pid_file()).ok());
+  REQUIRE(SignalReload(s.server->pid_file()).status.ok());
   CHECK(ConfirmReload(s.server->monitor_url(), before, std::chrono::seconds(10)).ok());
   CHECK(LoadTime(*s.server) > before);
 }
@@ -290,7 +368,8 @@ TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][inte
   REQUIRE(outcomes.size() == 2);
   CHECK(outcomes[0].outcome == Outcome::kDone);
   CHECK(outcomes[1].outcome == Outcome::kDone);
-  CHECK(outcomes[1].detail == "reload confirmed");
+  CHECK(outcomes[1].detail ==
+        "reload confirmed (SIGHUP to nats-server pid " + std::to_string(s.server->pid()) + ")");
   CHECK(LoadTime(*s.server) > before);
   CHECK(
       observers::BusConnection::Connect(mesh::testing::BusSettingsFor(*s.server, "late", "late-pw"))
@@ -303,7 +382,10 @@ TEST_CASE("Apply rewrites the users file and confirms the reload", "[apply][inte
     REQUIRE(outcomes.size() == 2);
     CHECK(outcomes[0].outcome == Outcome::kDone);
     CHECK(outcomes[1].outcome == Outcome::kFailed);
-    CHECK(outcomes[1].detail == "reload requested, not confirmed: no --monitor configured");
+    CHECK(outcomes[1].detail ==
+          "reload requested, not confirmed: no --monitor configured "
+          "(SIGHUP to nats-server pid " +
+              std::to_string(s.server->pid()) + ")");
   }
 }
 

@@ -20,6 +20,7 @@
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
 #include "observers/monitor.h"
+#include "observers/process.h"
 #include "observers/server_version.h"
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
@@ -358,6 +359,7 @@ TEST_CASE_METHOD(
     if (o.action.kind == ActionKind::kReloadServer) {
       CHECK(o.detail.find("reload not requested") != std::string::npos);
       CHECK(o.detail.find(std::to_string(child)) != std::string::npos);
+      CHECK(o.signal_refusal == SignalRefusal::kStale);
     }
   }
   CHECK(report.any_action_failed());
@@ -368,6 +370,61 @@ TEST_CASE_METHOD(
   PassReport fixed = reconciler.RunPass(3, Trigger::kRetry, ApplyMode::kApply);
   INFO(Summary(fixed));
   CHECK(CountOutcomes(fixed, ActionKind::kWriteUsersFile, Outcome::kDone) == 0);
+  CHECK(CountOutcomes(fixed, ActionKind::kReloadServer, Outcome::kDone) == 1);
+  CHECK(fixed.converged());
+}
+
+// The pid file outlives nats-server, and its PID is reused. Before, the pass sent SIGHUP to
+// whatever held the PID (a `sleep` here was killed; in a pod, possibly the sidecar itself),
+// then waited out the whole reload timeout and blamed the server ("rejected?").
+TEST_CASE_METHOD(ConvergedExample,
+                 "A pid file naming another program: it is not signalled, the pass says why",
+                 "[faults][integration][server]") {
+  TempDir dir("mesh-faults");
+  const pid_t sleeper = fork();
+  REQUIRE(sleeper >= 0);
+  if (sleeper == 0) {
+    execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{sleeper};
+  REQUIRE(WaitFor([&] {
+    Result<observers::ProcessInfo> info = observers::ReadProcess(sleeper);
+    return info.ok() && info->program == "sleep";
+  }));
+  Settings foreign = settings;
+  foreign.pid_file = dir.path + "/nats.pid";
+  WriteFile(foreign.pid_file, std::to_string(sleeper) + "\n");
+
+  WriteFile(mesh.server->users_file(), "# hand-edited\n" + rendered);
+  Reconciler foreign_reconciler(foreign);
+  const auto started = std::chrono::steady_clock::now();
+  PassReport report = foreign_reconciler.RunPass(2, Trigger::kUsersFileChanged, ApplyMode::kApply);
+  const auto took = std::chrono::steady_clock::now() - started;
+  INFO(Summary(report));
+  CHECK(CountOutcomes(report, ActionKind::kWriteUsersFile, Outcome::kDone) == 1);
+  CHECK(CountOutcomes(report, ActionKind::kReloadServer, Outcome::kFailed) == 1);
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.action.kind != ActionKind::kReloadServer) continue;
+    CHECK(o.signal_refusal == SignalRefusal::kForeign);
+    CHECK(o.detail == "reload not requested: not signalled: " + foreign.pid_file + " names pid " +
+                          std::to_string(sleeper) +
+                          " is 'sleep', not nats-server (a stale pid file whose PID was reused)");
+  }
+  // Not signalled: still running. And no wait for a reload that cannot come (the reload
+  // timeout is 10 s).
+  CHECK(waitpid(sleeper, nullptr, WNOHANG) == 0);
+  CHECK(took < std::chrono::seconds(10));
+
+  // With the real pid file the next pass reloads.
+  PassReport fixed = reconciler.RunPass(3, Trigger::kRetry, ApplyMode::kApply);
+  INFO(Summary(fixed));
   CHECK(CountOutcomes(fixed, ActionKind::kReloadServer, Outcome::kDone) == 1);
   CHECK(fixed.converged());
 }

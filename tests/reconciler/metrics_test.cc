@@ -114,6 +114,8 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
        "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 0",
        "mesh_reconciler_users_file_writes_total{result=\"success\"} 0",
        "mesh_reconciler_users_file_writes_total{result=\"failure\"} 0",
+       "mesh_reconciler_reload_signals_refused_total{reason=\"stale\"} 0",
+       "mesh_reconciler_reload_signals_refused_total{reason=\"foreign\"} 0",
        "# TYPE mesh_reconciler_pass_duration_seconds histogram",
        // The standard process metrics, read from /proc.
        "# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
@@ -184,6 +186,25 @@ TEST_CASE("A failed write is a failed write, and the reload it skipped counts as
                "mesh_reconciler_users_file_writes_total{result=\"success\"} 0",
                "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 0",
                "mesh_reconciler_users_file_reloads_total{result=\"success\"} 0"});
+}
+
+TEST_CASE("A reload not signalled counts why: a stale or a foreign PID", "[metrics]") {
+  Metrics metrics("test", "abc123");
+  PassReport report;
+  report.trigger = Trigger::kUsersFileChanged;
+  ActionOutcome foreign = OutcomeOf(ActionKind::kReloadServer, Outcome::kFailed);
+  foreign.signal_refusal = SignalRefusal::kForeign;
+  report.outcomes = {OutcomeOf(ActionKind::kWriteUsersFile, Outcome::kDone), foreign};
+  metrics.RecordPass(report, 1);
+  ActionOutcome stale = OutcomeOf(ActionKind::kReloadServer, Outcome::kFailed);
+  stale.signal_refusal = SignalRefusal::kStale;
+  report.outcomes = {stale};
+  metrics.RecordPass(report, 2);
+  metrics.RecordPass(report, 3);
+  CheckHasAll(metrics.Serialize(),
+              {"mesh_reconciler_reload_signals_refused_total{reason=\"foreign\"} 1",
+               "mesh_reconciler_reload_signals_refused_total{reason=\"stale\"} 2",
+               "mesh_reconciler_users_file_reloads_total{result=\"failure\"} 3"});
 }
 
 TEST_CASE("Process metrics are this process's own figures", "[metrics]") {
@@ -277,7 +298,7 @@ TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
     CHECK(name.rfind("mesh_reconciler_", 0) == 0);
     ++families;
   }
-  CHECK(families == 16);
+  CHECK(families == 17);
 }
 
 TEST_CASE("Until 0.2.0 every 0.1.0 name exports exactly the samples of its new name", "[metrics]") {

@@ -313,7 +313,7 @@ const sections = {
     commands: {
       "kubectl -n $NS logs $POD -c mesh-reconciler --since=20m | grep -E 'write_users_file|reload'": {
         code: 0, out: [/msg=action action=write_users_file name=\S+ outcome=done/,
-                       /msg=action action=reload_server name=\S+ outcome=done .*detail="reload confirmed"/] },
+                       /msg=action action=reload_server name=\S+ outcome=done .*detail="reload confirmed \(SIGHUP to nats-server pid \d+\)"/] },
       "kubectl -n $NS logs $POD -c nats --since=20m | grep -i -E 'reload|error'": {
         code: 0, out: [/Reloaded server configuration/] },
       'kubectl -n $NS exec $POD -c mesh-reconciler -- df -h /etc/nats-users': { code: 0, out: [/Filesystem/] },
