@@ -72,13 +72,53 @@ class DaemonHttpState : public HttpState {
   AdminToken& token_;
 };
 
-// Blocks SIGTERM and SIGINT in this thread and in every thread started after it (they inherit
-// the mask), so that only sigwait below receives them.
-sigset_t BlockShutdownSignals() {
+// The signals the daemon takes, all on the main thread with sigwait (RunDaemon), none in a
+// signal handler: whatever they start (logging, the lease's release, re-reading files) runs
+// on a normal thread. No handler is installed at all.
+//   TERM, INT, QUIT  shut down: the pass in flight may finish, the lease is released, exit 0
+//   HUP              re-read the token file and wake a pass, which re-reads the records
+//   USR1, USR2       no use: logged and ignored (their default action would end the daemon
+//                    without a word and without releasing the lease)
+// SIGPIPE is ignored: a write to a peer that has gone is an error of that write (EPIPE).
+enum class SignalAction { kShutDown, kReload, kIgnore };
+
+SignalAction ActionOf(int signal_number) {
+  switch (signal_number) {
+    case SIGHUP:
+      return SignalAction::kReload;
+    case SIGUSR1:
+    case SIGUSR2:
+      return SignalAction::kIgnore;
+    default:
+      return SignalAction::kShutDown;  // TERM, INT, QUIT
+  }
+}
+
+const char* SignalName(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM:
+      return "TERM";
+    case SIGINT:
+      return "INT";
+    case SIGQUIT:
+      return "QUIT";
+    case SIGHUP:
+      return "HUP";
+    case SIGUSR1:
+      return "USR1";
+    case SIGUSR2:
+      return "USR2";
+  }
+  return "other";
+}
+
+// Blocks the daemon's signals in this thread and in every thread started after it (they inherit
+// the mask), so that only sigwait receives them.
+sigset_t BlockDaemonSignals() {
+  signal(SIGPIPE, SIG_IGN);
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  for (int s : {SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
@@ -157,9 +197,10 @@ certificate is presented from the next connection on; a replacement that cannot 
 PEM, a key that does not match) is logged and the previous certificate stays in force. Files
 that cannot be used at start are an error (exit 1).
 
-SIGTERM or SIGINT: the pass in flight may finish (for up to 15 s, else it is abandoned), then the
-lease is released (with --lease: a standby takes over at its next round), the connection is
-closed and the daemon exits 0.
+Signals: SIGTERM, SIGINT or SIGQUIT: the pass in flight may finish (for up to 15 s, else it is
+abandoned), then the lease is released (with --lease: a standby takes over at its next round),
+the connection is closed and the daemon exits 0. SIGHUP: the token file is read again and a
+pass runs, reading the records again. SIGUSR1 and SIGUSR2 are logged and ignored.
 
 )",
     kPassSettingsHelpText,
@@ -244,6 +285,17 @@ void BoundRetainedHeap() {
   }
 }
 
+// Re-reads the admin token file (when it changes, and on SIGHUP).
+void ReloadToken(AdminToken& token) {
+  if (!token.enabled()) return;
+  if (Status reloaded = token.Reload(); reloaded.ok()) {
+    Log(LogLevel::kInfo, 0, "admin token reloaded");
+  } else {
+    Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
+        {{"error", reloaded.message()}});
+  }
+}
+
 }  // namespace
 
 int RunDaemon(Settings& settings) {
@@ -276,7 +328,7 @@ int RunDaemon(Settings& settings) {
     http_options.tls = std::move(*tls);
   }
 
-  const sigset_t shutdown_signals = BlockShutdownSignals();
+  const sigset_t daemon_signals = BlockDaemonSignals();
   Metrics metrics(MESH_RECONCILER_VERSION, BuildCommit(), settings.lease);
   LoopOptions options;
   options.interval = settings.interval;
@@ -305,14 +357,7 @@ int RunDaemon(Settings& settings) {
   std::vector<FileWatch> watches = {
       {settings.records_path, [&loop] { loop.Wake(Trigger::kRecordsChanged); }},
       {settings.users_file, [&loop] { loop.Wake(Trigger::kUsersFileChanged); }},
-      {settings.token_file, [&token] {
-         if (Status reloaded = token.Reload(); reloaded.ok()) {
-           Log(LogLevel::kInfo, 0, "admin token reloaded");
-         } else {
-           Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
-               {{"error", reloaded.message()}});
-         }
-       }}};
+      {settings.token_file, [&token] { ReloadToken(token); }}};
   Result<std::unique_ptr<FileWatcher>> watcher = FileWatcher::Start(std::move(watches));
   if (!watcher.ok()) {
     Log(LogLevel::kWarn, 0, "file changes will wait for the next periodic pass",
@@ -321,8 +366,23 @@ int RunDaemon(Settings& settings) {
   loop.Start(runner);
 
   int signal_number = 0;
-  sigwait(&shutdown_signals, &signal_number);
-  Log(LogLevel::kInfo, 0, "shutting down", {{"signal", signal_number == SIGINT ? "INT" : "TERM"}});
+  for (bool running = true; running;) {
+    if (sigwait(&daemon_signals, &signal_number) != 0) continue;
+    switch (ActionOf(signal_number)) {
+      case SignalAction::kReload:
+        Log(LogLevel::kInfo, 0, "re-reading files", {{"signal", SignalName(signal_number)}});
+        ReloadToken(token);
+        loop.Wake(Trigger::kRecordsChanged);
+        break;
+      case SignalAction::kIgnore:
+        Log(LogLevel::kInfo, 0, "signal ignored", {{"signal", SignalName(signal_number)}});
+        break;
+      case SignalAction::kShutDown:
+        running = false;
+        break;
+    }
+  }
+  Log(LogLevel::kInfo, 0, "shutting down", {{"signal", SignalName(signal_number)}});
   if (watcher.ok()) watcher->reset();
   if (!loop.Stop(kShutdownGrace)) {
     // The pass in flight is abandoned: the reconcile thread still uses the runner, so it is

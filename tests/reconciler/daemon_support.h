@@ -174,11 +174,11 @@ class DaemonProcess {
     }
   }
 
-  // SIGTERM and wait: the exit code, or nullopt when it did not exit within `deadline` (then
-  // it is killed).
-  std::optional<int> Terminate(std::chrono::milliseconds deadline) {
+  // SIGTERM (or `signal_number`) and wait: the exit code, or nullopt when it did not exit
+  // within `deadline` (then it is killed).
+  std::optional<int> Terminate(std::chrono::milliseconds deadline, int signal_number = SIGTERM) {
     if (pid_ <= 0) return std::nullopt;
-    kill(pid_, SIGTERM);
+    kill(pid_, signal_number);
     std::optional<int> code = WaitExit(pid_, deadline);
     if (!code) Kill();
     pid_ = -1;
