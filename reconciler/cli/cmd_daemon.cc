@@ -76,7 +76,8 @@ class DaemonHttpState : public HttpState {
 // signal handler: whatever they start (logging, the lease's release, re-reading files) runs
 // on a normal thread. No handler is installed at all.
 //   TERM, INT, QUIT  shut down: the pass in flight may finish, the lease is released, exit 0
-//   HUP              re-read the token file and wake a pass, which re-reads the records
+//   HUP              re-read the token and password files and wake a pass, which re-reads the
+//                    records
 //   USR1, USR2       no use: logged and ignored (their default action would end the daemon
 //                    without a word and without releasing the lease)
 // SIGPIPE is ignored: a write to a peer that has gone is an error of that write (EPIPE).
@@ -199,8 +200,12 @@ that cannot be used at start are an error (exit 1).
 
 Signals: SIGTERM, SIGINT or SIGQUIT: the pass in flight may finish (for up to 15 s, else it is
 abandoned), then the lease is released (with --lease: a standby takes over at its next round),
-the connection is closed and the daemon exits 0. SIGHUP: the token file is read again and a
-pass runs, reading the records again. SIGUSR1 and SIGUSR2 are logged and ignored.
+the connection is closed and the daemon exits 0. SIGHUP: the token and password files are read
+again and a pass runs, reading the records again. SIGUSR1 and SIGUSR2 are logged and ignored.
+
+A rotated password (--password-file replaced, e.g. a Secret update; or SIGHUP) is used without a
+restart: the next pass renders it into the users file (every other hash is kept), the server
+reloads, and the daemon then logs in with it.
 
 )",
     kPassSettingsHelpText,
@@ -285,6 +290,23 @@ void BoundRetainedHeap() {
   }
 }
 
+// Re-reads --password-file (when it changes, and on SIGHUP) and hands the password to the
+// runner, which renders a new one into the users file and logs in with it once the server has
+// loaded that file. Nothing when MESH_RECONCILER_PASSWORD gives the password (it cannot change).
+void ReloadPassword(const Settings& settings, ReconcilerRunner& runner) {
+  if (settings.password_file.empty()) return;
+  if (const char* env = std::getenv("MESH_RECONCILER_PASSWORD"); env != nullptr && *env != '\0') {
+    return;
+  }
+  Result<std::string> password = ReadPasswordFile(settings.password_file);
+  if (!password.ok() || password->empty()) {
+    Log(LogLevel::kWarn, 0, "password file unusable: the password in use is kept",
+        {{"error", password.ok() ? "empty" : password.status().message()}});
+    return;
+  }
+  runner.RotatePassword(std::move(*password));
+}
+
 // Re-reads the admin token file (when it changes, and on SIGHUP).
 void ReloadToken(AdminToken& token) {
   if (!token.enabled()) return;
@@ -357,7 +379,11 @@ int RunDaemon(Settings& settings) {
   std::vector<FileWatch> watches = {
       {settings.records_path, [&loop] { loop.Wake(Trigger::kRecordsChanged); }},
       {settings.users_file, [&loop] { loop.Wake(Trigger::kUsersFileChanged); }},
-      {settings.token_file, [&token] { ReloadToken(token); }}};
+      {settings.token_file, [&token] { ReloadToken(token); }},
+      {settings.password_file, [&settings, &runner, &loop] {
+         ReloadPassword(settings, runner);
+         loop.Wake(Trigger::kUsersFileChanged);
+       }}};
   Result<std::unique_ptr<FileWatcher>> watcher = FileWatcher::Start(std::move(watches));
   if (!watcher.ok()) {
     Log(LogLevel::kWarn, 0, "file changes will wait for the next periodic pass",
@@ -372,6 +398,7 @@ int RunDaemon(Settings& settings) {
       case SignalAction::kReload:
         Log(LogLevel::kInfo, 0, "re-reading files", {{"signal", SignalName(signal_number)}});
         ReloadToken(token);
+        ReloadPassword(settings, runner);
         loop.Wake(Trigger::kRecordsChanged);
         break;
       case SignalAction::kIgnore:

@@ -332,6 +332,10 @@ Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEn
   return settings;
 }
 
+Result<std::string> ReadPasswordFile(const std::string& path) {
+  return ReadSecretFile(path, "--password-file");
+}
+
 Status LoadSecrets(Settings& settings, const GetEnv& getenv) {
   if (const char* password = getenv("MESH_RECONCILER_PASSWORD"); password && *password) {
     settings.bus.password = password;

@@ -77,6 +77,10 @@ Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEn
 // stripped) and MESH_BROKER_CERTIFICATE into settings.bus. Errors name the file, never content.
 Status LoadSecrets(Settings& settings, const GetEnv& getenv);
 
+// The password in --password-file as LoadSecrets reads it (trailing newline stripped), for the
+// daemon to read again when the file is rotated. Errors name the file, never content.
+Result<std::string> ReadPasswordFile(const std::string& path);
+
 // The help text of every pass setting, for each subcommand's --help. The text is also a
 // constant so that help strings can be assembled at compile time (they are read by main.cc's
 // static command table, which must not depend on dynamic initialisation order).

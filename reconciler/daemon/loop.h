@@ -94,6 +94,8 @@ class ReconcilerRunner : public PassRunner {
   std::optional<int64_t> bus_certificate_expiry() const override {
     return reconciler_.bus_certificate_expiry();
   }
+  // Any thread (Reconciler::RotatePassword).
+  void RotatePassword(std::string password) { reconciler_.RotatePassword(std::move(password)); }
   // After the loop stopped (Reconciler::StopHashing).
   HashingStop StopHashing(std::chrono::milliseconds wait) { return reconciler_.StopHashing(wait); }
 

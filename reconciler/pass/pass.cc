@@ -227,7 +227,10 @@ std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
 
 struct Reconciler::Impl {
   Impl(PassSettings s, observers::EventSink e, std::optional<BackgroundHashing> b)
-      : settings(std::move(s)), events(std::move(e)), background(std::move(b)) {}
+      : settings(std::move(s)),
+        events(std::move(e)),
+        own_password(settings.bus.password),
+        background(std::move(b)) {}
   ~Impl() { StopHashJob(); }
 
   PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
@@ -284,9 +287,30 @@ struct Reconciler::Impl {
   // this instance still holds it.
   ChunkGate LeaseFence(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
+  // A rotated password (Reconciler::RotatePassword), at the start of a pass: it is rendered
+  // from now on; the hashes the users file holds are still proven with the old key.
+  void TakeRotatedPassword(uint64_t pass_id) EXCLUDES(rotation_mutex);
+  // After the users-file actions of a pass (`file_outcomes`): once the server has loaded a
+  // users file with the rotated password, connections use it (a new one is opened now: the
+  // server closes those that logged in with the old one). True when the connection changed.
+  bool ConnectWithRotatedPassword(uint64_t pass_id, const PlanResult& plan,
+                                  const std::vector<ActionOutcome>& file_outcomes);
+  // Apply, for a pass whose connection still uses the password before a rotation: the users
+  // file first, then (on the connection ConnectWithRotatedPassword opened, when it did) the rest.
+  std::vector<ActionOutcome> ApplyRotating(uint64_t pass_id, const PlanResult& plan,
+                                           std::vector<Action> allowed, ApplyTargets targets);
 
   PassSettings settings;
   observers::EventSink events;
+  // The reconciler's own password as the users file renders it (its entry, the hasher's key).
+  // settings.bus.password is what connections log in with: after a rotation it stays the old
+  // one until the server has loaded a users file that holds the new one.
+  std::string own_password;
+  // The key the users file's digests were written with before a rotation, until the server has
+  // loaded a file written with the new one: what it proves is reused, not hashed again.
+  std::optional<model::DigestKey> previous_key;
+  Mutex rotation_mutex;
+  std::optional<std::string> rotated_password GUARDED_BY(rotation_mutex);
   // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
   std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
   std::unique_ptr<observers::BusConnection> bus;
@@ -345,7 +369,11 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
 
 bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
   if (!derived_from || !(*derived_from == *last_valid)) {
-    desired = model::Derive(*last_valid, OwnIdentity(settings));
+    model::ReconcilerIdentity identity = OwnIdentity(settings);
+    identity.credential = own_password.empty()
+                              ? model::Credential{}
+                              : model::Credential{model::Credential::Kind::kPlain, own_password};
+    desired = model::Derive(*last_valid, identity);
     derived_from = *last_valid;
     users_state = UsersFile::kPending;
     rendered = {};
@@ -423,7 +451,7 @@ bool Reconciler::Impl::Render(PassReport& report) {
     users_state = UsersFile::kReady;
     return true;
   }
-  if (settings.bus.password.empty()) {
+  if (own_password.empty()) {
     // Rendering without our own credential would lock the reconciler out of the bus.
     report.status = Status(Errc::kInvalidArgument,
                            "the users file is managed (--users-file) but the reconciler's "
@@ -442,12 +470,16 @@ bool Reconciler::Impl::Render(PassReport& report) {
     if (users_state == UsersFile::kReady) return true;
   }
   if (!hasher) {
-    hasher = std::make_unique<model::BcryptHasher>(settings.bus.password, settings.bcrypt_cost);
+    hasher = std::make_unique<model::BcryptHasher>(own_password, settings.bcrypt_cost);
   }
   // The users file as it is now: every hash its digest proves is reused, not computed again.
   const std::string existing = observers::ObserveUsersFile(settings.users_file).bytes;
-  const model::HashedCredentials reusable =
+  model::HashedCredentials reusable =
       model::ReusableHashes(desired, existing, hasher->digest_key(), hasher->cost());
+  if (previous_key) {
+    // Written before the password rotated: proven with the old key, rewritten with the new.
+    reusable.merge(model::ReusableHashes(desired, existing, *previous_key, hasher->cost()));
+  }
   hasher->Adopt(desired, reusable);
   if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
     return true;
@@ -630,6 +662,19 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
     };
   }
   auto connected = observers::BusConnection::Connect(settings.bus, sink);
+  if (!connected.ok() && connected.status().code() == Errc::kRefused &&
+      settings.bus.password != own_password) {
+    // A rotation whose users file the server loaded without this instance seeing it confirmed
+    // (the server was down at the write, or restarted since): it now refuses the old password.
+    observers::BusSettings rotated = settings.bus;
+    rotated.password = own_password;
+    auto again = observers::BusConnection::Connect(rotated, sink);
+    if (again.ok()) {
+      settings.bus.password = own_password;  // previous_key goes in Finish, not on this thread
+      Log(LogLevel::kInfo, pass_id, "the server has the rotated password: connecting with it");
+      connected = std::move(again);
+    }
+  }
   if (!connected.ok()) return connected.status();
   bus = std::move(*connected);
   requests_before = 0;
@@ -693,6 +738,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
 
 void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   report.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (settings.bus.password == own_password) previous_key.reset();  // no rotation under way
   // Until the hashes are done the users file lacks (or cannot prove) those credentials, so the
   // pass is not converged, and says why; the hashing's end wakes the pass that writes it.
   if (report.credentials_pending > 0) {
@@ -769,6 +815,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
         NewLeaseIdentity(), LeaseTtlFor(settings.interval), settings.bus.request_timeout});
   }
   if (lease) report.lease.role = LeaseRole::kUnknown;
+  TakeRotatedPassword(pass_id);
   requests_before = bus ? bus->requests_sent() : 0;
   // The records first: with none ever valid the pass stops here and touches no bus.
   if (!LoadRecordsFile(report)) {
@@ -778,8 +825,9 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   // A new connection costs the server one bcrypt of our password (at the users file's cost),
   // and rendering costs us one more (the hasher's key) plus the file's proof: one after the
   // other, every process paid both before its first request. So the connection is opened while
-  // the records are derived and rendered (Connect touches only the bus; they never do), and
-  // Observe takes this attempt rather than making one of its own.
+  // the records are derived and rendered (Connect touches only the bus and, after a rotation,
+  // settings.bus.password; they touch neither), and Observe takes this attempt rather than
+  // making one of its own.
   std::future<Status> connecting;
   connect_attempt.reset();
   if (!bus || !bus->connected()) {
@@ -874,7 +922,9 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
     std::optional<PassGateHold> holding;
     if (ChangesJetStream(allowed)) holding.emplace(gate);
-    report.outcomes = Apply(std::move(allowed), targets);
+    report.outcomes = settings.bus.password == own_password
+                          ? Apply(std::move(allowed), targets)
+                          : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
     holding.reset();
     const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
     Result<observers::ObservedState> after =
@@ -1174,6 +1224,78 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   return state;
 }
 
+void Reconciler::Impl::TakeRotatedPassword(uint64_t pass_id) {
+  std::optional<std::string> rotated;
+  {
+    MutexLock lock(rotation_mutex);
+    rotated = std::exchange(rotated_password, std::nullopt);
+  }
+  if (!rotated || *rotated == own_password) return;
+  // The job's hashes and its hasher's key belong to the old password: the hashes the users file
+  // holds are proven with that key instead (Render), and only our own entry is hashed again.
+  if (job) {
+    previous_key = job->hasher->digest_key();
+    StopHashJob();
+  } else if (hasher) {
+    previous_key = hasher->digest_key();
+  }
+  hasher.reset();
+  own_password = std::move(*rotated);
+  derived_from.reset();  // our own entry changed: derive and render again
+  if (settings.users_file.empty()) {
+    // Not managed here: whoever keeps the server's users has the new password too.
+    settings.bus.password = own_password;
+    bus.reset();
+    Log(LogLevel::kInfo, pass_id, "password rotated: connecting with the new one");
+    return;
+  }
+  Log(LogLevel::kInfo, pass_id,
+      "password rotated: rendered into the users file; the connection keeps the old one until "
+      "the server has loaded it");
+}
+
+bool Reconciler::Impl::ConnectWithRotatedPassword(uint64_t pass_id, const PlanResult& plan,
+                                                  const std::vector<ActionOutcome>& file_outcomes) {
+  if (settings.bus.password == own_password) return false;
+  // The server holds our new entry when the rendering has it (not while it is being hashed),
+  // and either the file needed nothing or it was written and the reload confirmed.
+  if (users_state == UsersFile::kPending) return false;
+  const bool file_drift =
+      std::any_of(plan.drift.begin(), plan.drift.end(),
+                  [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
+  const bool all_done =
+      std::all_of(file_outcomes.begin(), file_outcomes.end(),
+                  [](const ActionOutcome& o) { return o.outcome == Outcome::kDone; });
+  if (file_drift && (file_outcomes.empty() || !all_done)) return false;
+  settings.bus.password = own_password;
+  // The server closes the old connection on the reload (its password is no longer valid);
+  // a new one, with the new password, serves the rest of this pass.
+  bus.reset();
+  const Status connected = Connect(pass_id);
+  Log(connected.ok() ? LogLevel::kInfo : LogLevel::kWarn, pass_id,
+      "the server loaded the rotated password: connecting with it",
+      {{"error", connected.ok() ? std::string() : connected.ToString()}});
+  return true;
+}
+
+std::vector<ActionOutcome> Reconciler::Impl::ApplyRotating(uint64_t pass_id, const PlanResult& plan,
+                                                           std::vector<Action> allowed,
+                                                           ApplyTargets targets) {
+  std::vector<Action> file_actions;
+  std::vector<Action> rest;
+  for (Action& a : allowed) {
+    (KindOf(a.kind) == ObjectKind::kUsersFile ? file_actions : rest).push_back(std::move(a));
+  }
+  std::vector<ActionOutcome> outcomes = Apply(std::move(file_actions), targets);
+  if (ConnectWithRotatedPassword(pass_id, plan, outcomes)) targets.bus = bus.get();
+  if (!rest.empty()) {
+    std::vector<ActionOutcome> more = Apply(std::move(rest), targets);
+    outcomes.insert(outcomes.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  return outcomes;
+}
+
 model::ReconcilerIdentity OwnIdentity(const PassSettings& settings) {
   model::ReconcilerIdentity identity;
   identity.user = UserName(settings.bus.user);
@@ -1194,6 +1316,11 @@ Reconciler::~Reconciler() = default;
 PassReport Reconciler::RunPass(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                                const std::set<StreamName>& named) {
   return impl_->Run(pass_id, trigger, mode, named);
+}
+
+void Reconciler::RotatePassword(std::string password) {
+  MutexLock lock(impl_->rotation_mutex);
+  impl_->rotated_password = std::move(password);
 }
 
 HashingStop Reconciler::StopHashing(std::chrono::milliseconds wait) {

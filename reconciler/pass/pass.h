@@ -145,6 +145,11 @@ class Reconciler {
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.
   std::optional<int64_t> bus_certificate_expiry() const;
 
+  // Any thread: the reconciler's own password changed (its file was rotated). The next pass
+  // renders it into the users file (re-using every other hash the file proves); connections
+  // log in with it once the server has loaded that file, without a failed pass between.
+  void RotatePassword(std::string password);
+
   // Cancels the background hashing (BackgroundHashing) and waits up to `wait` for the hashes
   // under way: bcrypt cannot be interrupted, and at a high cost on a saturated CPU one can take
   // minutes. kStillRunning: they are still running, on this object; it must then not be

@@ -557,6 +557,74 @@ TEST_CASE("SIGTERM does not wait for the hashes under way", "[daemon][integratio
   CHECK(log.find("msg=stopped") != std::string::npos);
 }
 
+// Puts `value` into `folder`/`name` as the kubelet updates a Secret's volume: the files in a
+// new folder, a "..data" link swapped to it by rename, and `name` a link through "..data".
+void WriteSecretAsKubelet(const std::string& folder, const std::string& name,
+                          const std::string& value, int generation) {
+  const std::string data = "..generation_" + std::to_string(generation);
+  std::filesystem::create_directories(folder + "/" + data);
+  mesh::testing::WriteFile(folder + "/" + data + "/" + name, value + "\n");
+  std::filesystem::create_symlink(data, folder + "/..data_tmp");
+  std::filesystem::rename(folder + "/..data_tmp", folder + "/..data");
+  if (!std::filesystem::is_symlink(folder + "/" + name))
+    std::filesystem::create_symlink("..data/" + name, folder + "/" + name);
+}
+
+// The sum of mesh_reconciler_passes_total's failures, over every trigger.
+double FailedPasses(const DaemonProcess& daemon) {
+  auto metrics = daemon.Get("/metrics");
+  if (!metrics.ok()) return -1;
+  double sum = 0;
+  std::istringstream lines(metrics->body);
+  const std::string prefix = "mesh_reconciler_passes_total{result=\"failure\"";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) sum += std::strtod(line.c_str() + line.rfind(' '), nullptr);
+  }
+  return sum;
+}
+
+// Before, a rotated password (a Secret update) was used only after a restart: a forced pass
+// still rendered and logged in with the old one.
+TEST_CASE("A rotated password file is rendered, loaded and logged in with, no pass failing",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson(), {}, Launch::kLater);
+  const std::string secret = f.mesh_.dir + "/secret";
+  WriteSecretAsKubelet(secret, "password", kReconcilerPassword, 1);
+  f.extra_ = {"--password-file", secret + "/password"};
+  f.env_.clear();
+  f.StartDaemon();
+  f.WaitConverged();
+  const double failed_before = FailedPasses(*f.daemon_);
+
+  const std::string rotated = "rotated-reconciler-password-7c41";
+  WriteSecretAsKubelet(secret, "password", rotated, 2);
+  const bool switched = WaitFor([&] {
+    return f.daemon_->log().find("the server loaded the rotated password: connecting with it") !=
+           std::string::npos;
+  });
+  std::string log = f.daemon_->log();
+  INFO(log);
+  REQUIRE(switched);
+  CHECK(log.find("msg=\"password rotated: rendered into the users file") != std::string::npos);
+  // The server has the new password, and no longer the old one.
+  Settings s = f.mesh_.PassSettings();
+  s.bus.password = rotated;
+  CHECK(observers::BusConnection::Connect(s.bus).ok());
+  s.bus.password = kReconcilerPassword;
+  CHECK_FALSE(observers::BusConnection::Connect(s.bus).ok());
+  // The daemon works on with it: a forced pass converges, and none failed meanwhile.
+  f.WaitConverged();
+  CHECK(f.Metric("mesh_reconciler_bus_connected") == 1);
+  CHECK(FailedPasses(*f.daemon_) == failed_before);
+  // Every other entry's hash was kept: only our own was hashed again.
+  log = f.daemon_->log();
+  const size_t rotated_at = log.find("password rotated");
+  REQUIRE(rotated_at != std::string::npos);
+  const std::string after = log.substr(rotated_at);
+  CHECK(after.find("passwords_hashed=1") != std::string::npos);
+  f.Stop();
+}
+
 // A mask of /proc/<pid>/status, or of one thread's (/proc/<pid>/task/<tid>/status): "SigCgt:",
 // "SigBlk:", hexadecimal, bit n-1 for signal n.
 uint64_t SignalMask(const std::string& proc_dir, const std::string& field) {
