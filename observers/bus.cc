@@ -375,11 +375,12 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   impl.address = JoinAddresses(shown);
   if (urls.empty()) return Status(Errc::kInvalidArgument, "no bus address configured");
   for (const std::string& url : settings.urls) {
-    // A query may carry credentials (?user=u&pass=S): refused like userinfo, never sent or shown.
-    if (HasQueryOrFragment(url)) {
+    // A query, a path or ';' parameters may carry credentials (?user=u&pass=S, ;pass=S, /S):
+    // refused like userinfo (which is stripped), never sent or shown.
+    if (std::optional<std::string> part = RefusedUrlPart(StripUserInfo(url), UrlPath::kRefused)) {
       return Status(Errc::kInvalidArgument,
-                    "bus address " + UrlForMessages(url) +
-                        ": a query string or fragment is refused (it may carry credentials; "
+                    "bus address: " + *part +
+                        " is refused (it may carry credentials; the address is not shown; "
                         "give the user and password as settings)");
     }
   }
