@@ -83,6 +83,13 @@ sigset_t BlockShutdownSignals() {
   return signals;
 }
 
+// A token file readable by others is used, with a warning at each (re)load (as ssh warns).
+void WarnAboutTokenFile(const AdminToken& token) {
+  if (std::optional<std::string> warning = token.warning()) {
+    Log(LogLevel::kWarn, 0, "admin token file readable by others", {{"detail", *warning}});
+  }
+}
+
 // POST <remote><path> with the bearer token of --token-file. An https:// remote must present a
 // certificate for its host from the CA of --ca-file (or, without it, from a system CA).
 Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std::string& path,
@@ -94,14 +101,16 @@ Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std
   if (settings.token_file.empty()) {
     return Status(Errc::kInvalidArgument, "--token-file FILE is required");
   }
-  Result<std::string> token = ReadTokenFile(settings.token_file);
+  Result<TokenFile> token = ReadTokenFile(settings.token_file);
   if (!token.ok()) return token.status();
+  if (token->warning)
+    std::fprintf(stderr, "mesh-reconciler: warning: %s\n", token->warning->c_str());
   std::string base = settings.remote;
   while (!base.empty() && base.back() == '/') base.pop_back();
   observers::HttpCall call;
   call.method = "POST";
   call.url = base + path;
-  call.headers = {{"Authorization", "Bearer " + *token}};
+  call.headers = {{"Authorization", "Bearer " + token->token}};
   call.ca_file = settings.bus.ca_file;  // --ca-file: used for https:// remotes only
   return observers::HttpSend(call, timeout);
 }
@@ -166,7 +175,8 @@ closed and the daemon exits 0.
     R"(
 Daemon flags:
   --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
-  --token-file FILE       the admin token for POSTs (re-read when the file changes)
+  --token-file FILE       the admin token for POSTs (re-read when the file changes); a UTF-8
+                          byte order mark is refused, a file readable by others warned about
   --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
   --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
   --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
@@ -262,6 +272,7 @@ int RunDaemon(Settings& settings) {
   if (token.enabled()) {
     if (Status loaded = token.Reload(); !loaded.ok())
       return CommandFail(kCommand, loaded.message());
+    WarnAboutTokenFile(token);
   }
   if (!listen->loopback && !token.enabled()) {
     return CommandFail(kCommand, "refusing to listen on " + settings.listen +
@@ -308,6 +319,7 @@ int RunDaemon(Settings& settings) {
       {settings.token_file, [&token] {
          if (Status reloaded = token.Reload(); reloaded.ok()) {
            Log(LogLevel::kInfo, 0, "admin token reloaded");
+           WarnAboutTokenFile(token);
          } else {
            Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
                {{"error", reloaded.message()}});

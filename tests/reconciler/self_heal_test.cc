@@ -374,6 +374,74 @@ TEST_CASE("A weak or empty admin token is refused at start, saying how to make o
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("A token file with a byte order mark is refused, one readable by others warns",
+          "[faults][daemon]") {
+  // Both readers of --token-file: the daemon (at start and on reload) and the on-call CLI.
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-token-file");
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string token = dir + "/token";
+  const std::string bus = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+  auto write_token = [&](const std::string& bytes, mode_t mode) {
+    const std::string temporary = token + ".new";
+    WriteFile(temporary, bytes);
+    REQUIRE(chmod(temporary.c_str(), mode) == 0);
+    std::filesystem::rename(temporary, token);
+  };
+  const std::string bom = "\xEF\xBB\xBF";
+
+  // A byte order mark: refused at start and by the CLI, naming it, never the token.
+  write_token(bom + kToken + "\n", 0600);
+  CliResult run = RunWithEnv(
+      {"run", "--records", records, "--bus", bus, "--token-file", token, "--listen", "127.0.0.1:0"},
+      password_env);
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(Contains(run.output, "byte order mark"));
+  CHECK_FALSE(Contains(run.output, kToken));
+  CliResult cli =
+      RunWithEnv({"release", "--remote", "http://127.0.0.1:1", "--token-file", token}, {});
+  INFO(cli.output);
+  CHECK(cli.exit_code != -1);
+  CHECK(cli.exit_code != 0);
+  CHECK(Contains(cli.output, "byte order mark"));
+  CHECK_FALSE(Contains(cli.output, kToken));
+
+  // Readable by others: used, with a warning in the daemon's log and on the CLI's stderr.
+  write_token(std::string(kToken) + "\n", 0644);
+  auto daemon = DaemonProcess::Start(
+      {"--records", records, "--bus", bus, "--token-file", token, "--interval", "1h"},
+      password_env);
+  CHECK(WaitFor([&] { return Contains(daemon->log(), "admin token file readable by others"); }));
+  CHECK(Contains(daemon->log(), "(mode 0644)"));
+  CHECK_FALSE(Contains(daemon->log(), kToken));
+  auto status = [&](const std::string& bearer) {
+    auto reply = daemon->Post("/release", bearer, seconds(10));
+    return reply.ok() ? reply->status : 0;
+  };
+  CHECK(status(kToken) == 200);
+  CliResult warned = RunWithEnv({"release", "--remote", daemon->url(), "--token-file", token}, {});
+  INFO(warned.output);
+  CHECK(warned.exit_code == 0);
+  CHECK(Contains(warned.output, "warning: --token-file " + token + " is readable by others"));
+  // 0600: no warning.
+  write_token(std::string(kToken) + "\n", 0600);
+  CliResult quiet = RunWithEnv({"release", "--remote", daemon->url(), "--token-file", token}, {});
+  INFO(quiet.output);
+  CHECK(quiet.exit_code == 0);
+  CHECK_FALSE(Contains(quiet.output, "warning"));
+  // Reloaded to a file with a byte order mark: the POSTs are turned off and the log says why.
+  write_token(bom + kOtherToken + "\n", 0600);
+  CHECK(WaitFor([&] { return status(kToken) == 403; }));
+  CHECK(status(kOtherToken) == 403);
+  CHECK(WaitFor([&] { return Contains(daemon->log(), "byte order mark"); }));
+  CHECK_FALSE(Contains(daemon->log(), kOtherToken));
+  CHECK(daemon->Terminate(seconds(10)) == 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("A reload to a weak admin token keeps refusing POSTs and says why",
           "[faults][daemon][integration][server]") {
   Healing f;
