@@ -151,7 +151,9 @@ HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /healthz          200 while the reconcile loop is alive
   GET  /readyz           200 when the records are valid, the bus is reachable, the last pass
                          finished and the users file was written; 503 and the reason otherwise
-  GET  /drift            the last pass's report (JSON), and the last failed one ("last_failed")
+  GET  /drift            the last pass's report (JSON), the last failed pass that acted
+                         ("last_failed") and the last that failed before acting
+                         ("last_failed_without_actions")
   POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
   POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
   POST /release          end a hold
