@@ -28,11 +28,17 @@ using InboxPtr = CHandle<natsInbox, natsInbox_Destroy>;
 
 constexpr int64_t kReconnectWaitMs = 250;
 constexpr int kForever = -1;  // natsOptions_SetMaxReconnect: keep trying
-// Stale-connection detection: a PING every two request timeouts (at least kMinPingIntervalMs;
-// never shorter than one, so that a request in flight times out before its connection is
-// called stale), and the connection is stale when a PING is due while the last is unanswered.
-constexpr int64_t kMinPingIntervalMs = 1000;
-constexpr int kMaxPingsOut = 1;
+// Stale-connection detection, also while the daemon is idle (no request to time out): cnats
+// sends a PING every interval and calls the connection stale when a PING is due with
+// kMaxPingsOut unanswered, so a server that stops answering (SIGSTOP, a partition that drops
+// packets) is noticed at most (kMaxPingsOut + 1) intervals after its last PONG. The interval is
+// the request timeout over (kMaxPingsOut + 1): noticed within one request timeout, and a PONG
+// may be late by two thirds of it (a loaded server) before the connection is called stale. At
+// least kMinPingIntervalMs (a very short request timeout is then noticed within 0.75 s). A
+// request in flight on a frozen server may now end as "connection lost" rather than as a
+// timeout: either way it fails within the request timeout.
+constexpr int64_t kMinPingIntervalMs = 250;
+constexpr int kMaxPingsOut = 2;
 // How often RequestMany looks at the connection while it waits for answers.
 constexpr auto kConnectionCheck = std::chrono::milliseconds(50);
 // Lanes (Spread::kLanes) unused this long are closed at the next request; lanes that failed to
@@ -49,7 +55,8 @@ std::string JoinAddresses(const std::vector<std::string>& urls) {
 }
 
 int64_t PingIntervalMs(const BusSettings& settings) {
-  return std::max<int64_t>(settings.request_timeout.count() * 2, kMinPingIntervalMs);
+  return std::max<int64_t>(settings.request_timeout.count() / (kMaxPingsOut + 1),
+                           kMinPingIntervalMs);
 }
 
 // cnats may run a connection's callbacks on its own threads after the connection is destroyed,
@@ -170,10 +177,11 @@ Result<PreparedOptions> PrepareOptions(const BusSettings& settings,
     s = natsOptions_SetAllowReconnect(out.options.get(), false);
   }
   // A frozen server (SIGSTOP, a hung host) keeps its sockets open, so only silence shows it.
-  // During a pass RequestMany sees it at the request timeout (answering()); between passes a
-  // PING every two request timeouts, the second unanswered one marking the connection stale
-  // (disconnected, then reconnected when the server answers again): at most four request
-  // timeouts. cnats' default (a PING every two minutes, two outstanding) took four minutes.
+  // During a pass RequestMany sees it at the request timeout (answering()); between passes
+  // cnats' PINGs (PingIntervalMs, kMaxPingsOut above) mark the connection stale within one
+  // request timeout (disconnected, then reconnected when the server answers again). cnats'
+  // default (a PING every two minutes, two outstanding) took four minutes; two request timeouts
+  // per PING, one outstanding, took up to four.
   if (s == NATS_OK) s = natsOptions_SetPingInterval(out.options.get(), PingIntervalMs(settings));
   if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(out.options.get(), kMaxPingsOut);
   if (role == Role::kMain) {
@@ -375,11 +383,12 @@ Result<std::unique_ptr<BusConnection>> BusConnection::Connect(const BusSettings&
   impl.address = JoinAddresses(shown);
   if (urls.empty()) return Status(Errc::kInvalidArgument, "no bus address configured");
   for (const std::string& url : settings.urls) {
-    // A query may carry credentials (?user=u&pass=S): refused like userinfo, never sent or shown.
-    if (HasQueryOrFragment(url)) {
+    // A query, a path or ';' parameters may carry credentials (?user=u&pass=S, ;pass=S, /S):
+    // refused like userinfo (which is stripped), never sent or shown.
+    if (std::optional<std::string> part = RefusedUrlPart(StripUserInfo(url), UrlPath::kRefused)) {
       return Status(Errc::kInvalidArgument,
-                    "bus address " + UrlForMessages(url) +
-                        ": a query string or fragment is refused (it may carry credentials; "
+                    "bus address: " + *part +
+                        " is refused (it may carry credentials; the address is not shown; "
                         "give the user and password as settings)");
     }
   }

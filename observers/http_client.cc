@@ -34,7 +34,7 @@ struct HttpTarget {
   std::string host;  // without brackets
   std::string port;
   std::string path;
-  std::string address;  // "http[s]://host:port" for messages: never carries userinfo
+  std::string address;  // "http[s]://host:port" for messages: never userinfo, path or query
 };
 
 // Parses "http[s]://[userinfo@]host[:port][/path]". The userinfo, if any, is dropped.
@@ -102,7 +102,8 @@ Result<HttpResponse> HttpSend(const HttpCall& call, std::chrono::milliseconds ti
   if (!target) return Status(Errc::kInvalidArgument, "not an http:// or https:// URL");
   const http::verb verb = http::string_to_verb(call.method);
   if (verb == http::verb::unknown) return Status(Errc::kInvalidArgument, "unknown HTTP method");
-  const std::string what = call.method + " " + target->address + target->path;
+  // The address only: a path given by the caller (a base path, a query) may carry a secret.
+  const std::string what = call.method + " " + target->address;
 
   net::io_context ioc;
   tcp::resolver resolver(ioc);

@@ -22,7 +22,8 @@ struct HttpResponse {
   std::string body;
 };
 
-// GET `url` (http[s]://host:port/path). Errors name the address, never a credential.
+// GET `url` (http[s]://host:port/path). Errors name scheme, host and port only: never userinfo,
+// the path or a query (any of them may carry a credential).
 Result<HttpResponse> HttpGet(const std::string& url, std::chrono::milliseconds timeout);
 
 // Any method, with extra headers and a body (the on-call CLI's POSTs to a running daemon).

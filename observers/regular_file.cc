@@ -27,9 +27,10 @@ Result<OpenedFile> OpenRegularFile(const std::string& path, const std::string& w
 }
 
 Result<std::string> ReadRegularFile(const std::string& path, const std::string& what,
-                                    size_t max_bytes) {
+                                    size_t max_bytes, struct stat* info) {
   Result<OpenedFile> file = OpenRegularFile(path, what);
   if (!file.ok()) return file.status();
+  if (info != nullptr) *info = file->info;
   if (static_cast<size_t>(file->info.st_size) > max_bytes) {
     return Status(Errc::kInvalidArgument,
                   what + " " + path + " is larger than " + std::to_string(max_bytes) + " bytes");

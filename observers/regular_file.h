@@ -29,7 +29,8 @@ Result<OpenedFile> OpenRegularFile(const std::string& path, const std::string& w
                                    bool* absent = nullptr);
 
 // The whole content of the regular file `path`, refused when it is larger than `max_bytes`.
+// `info`, when given, receives what fstat said about the file read (its mode, its owner).
 Result<std::string> ReadRegularFile(const std::string& path, const std::string& what,
-                                    size_t max_bytes);
+                                    size_t max_bytes, struct stat* info = nullptr);
 
 }  // namespace mesh::observers

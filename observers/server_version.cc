@@ -77,7 +77,7 @@ Result<ServerVersion> ProbeServerVersion(const std::string& url,
                                          std::chrono::milliseconds timeout) {
   std::optional<ServerAddress> address = ParseServerAddress(url);
   if (!address)
-    return Status(Errc::kInvalidArgument, "not a server address: " + StripUserInfo(url));
+    return Status(Errc::kInvalidArgument, "not a server address: " + UrlForMessages(url));
   net::io_context ioc;
   beast::tcp_stream stream(ioc);
   tcp::resolver resolver(ioc);

@@ -1,5 +1,7 @@
 #include "observers/url.h"
 
+#include <cctype>
+
 namespace mesh::observers {
 
 std::string StripUserInfo(std::string_view url) {
@@ -22,10 +24,51 @@ bool HasQueryOrFragment(std::string_view url) {
 
 std::string UrlForMessages(std::string_view url) {
   std::string stripped = StripUserInfo(url);
-  if (const size_t cut = stripped.find_first_of("?#"); cut != std::string::npos) {
+  const size_t scheme_end = stripped.find("://");
+  const size_t authority_begin = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  if (const size_t cut = stripped.find_first_of("/?#;", authority_begin);
+      cut != std::string::npos) {
     stripped.erase(cut);
   }
   return stripped;
+}
+
+std::optional<std::string> RefusedUrlPart(std::string_view url, UrlPath path) {
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return "a control character or space";
+  }
+  const size_t scheme_end = url.find("://");
+  const size_t authority_begin = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const size_t authority_end = url.find_first_of("/?#;", authority_begin);
+  const std::string_view authority = url.substr(
+      authority_begin, authority_end == std::string_view::npos ? std::string_view::npos
+                                                               : authority_end - authority_begin);
+  const std::string_view rest =
+      authority_end == std::string_view::npos ? std::string_view() : url.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos) return "userinfo";
+  if (rest.find('?') != std::string_view::npos) return "a query string";
+  if (rest.find('#') != std::string_view::npos) return "a fragment";
+  if (rest.find(';') != std::string_view::npos) return "parameters after ';'";
+  if (path == UrlPath::kRefused && !rest.empty() && rest != "/") return "a path";
+  if (authority.find('%') != std::string_view::npos) return "percent-encoding in the host or port";
+  const std::optional<HostPort> split = SplitHostPort(authority);
+  const bool bracketed = !authority.empty() && authority.front() == '[';
+  auto plain_host = [&](const std::string& host) {
+    if (host.empty()) return false;
+    for (char c : host) {
+      const bool ok =
+          bracketed
+              ? std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'
+              : std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+      if (!ok) return false;
+    }
+    return true;
+  };
+  if (!split || !plain_host(split->host)) return "a host that is not a plain name or IP address";
+  if (split->port && !ParsePort(*split->port)) {
+    return "a port that is not a number from 0 to 65535";
+  }
+  return std::nullopt;
 }
 
 std::optional<HostPort> SplitHostPort(std::string_view authority) {

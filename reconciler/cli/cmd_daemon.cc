@@ -124,6 +124,13 @@ sigset_t BlockDaemonSignals() {
   return signals;
 }
 
+// A token file readable by others is used, with a warning at each (re)load (as ssh warns).
+void WarnAboutTokenFile(const AdminToken& token) {
+  if (std::optional<std::string> warning = token.warning()) {
+    Log(LogLevel::kWarn, 0, "admin token file readable by others", {{"detail", *warning}});
+  }
+}
+
 // POST <remote><path> with the bearer token of --token-file. An https:// remote must present a
 // certificate for its host from the CA of --ca-file (or, without it, from a system CA).
 Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std::string& path,
@@ -135,14 +142,16 @@ Result<observers::HttpResponse> PostToDaemon(const Settings& settings, const std
   if (settings.token_file.empty()) {
     return Status(Errc::kInvalidArgument, "--token-file FILE is required");
   }
-  Result<std::string> token = ReadTokenFile(settings.token_file);
+  Result<TokenFile> token = ReadTokenFile(settings.token_file);
   if (!token.ok()) return token.status();
+  if (token->warning)
+    std::fprintf(stderr, "mesh-reconciler: warning: %s\n", token->warning->c_str());
   std::string base = settings.remote;
   while (!base.empty() && base.back() == '/') base.pop_back();
   observers::HttpCall call;
   call.method = "POST";
   call.url = base + path;
-  call.headers = {{"Authorization", "Bearer " + *token}};
+  call.headers = {{"Authorization", "Bearer " + token->token}};
   call.ca_file = settings.bus.ca_file;  // --ca-file: used for https:// remotes only
   return observers::HttpSend(call, timeout);
 }
@@ -183,7 +192,9 @@ HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /healthz          200 while the reconcile loop is alive
   GET  /readyz           200 when the records are valid, the bus is reachable, the last pass
                          finished and the users file was written; 503 and the reason otherwise
-  GET  /drift            the last pass's report (JSON), and the last failed one ("last_failed")
+  GET  /drift            the last pass's report (JSON), the last failed pass that acted
+                         ("last_failed") and the last that failed before acting
+                         ("last_failed_without_actions")
   POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
   POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
   POST /release          end a hold
@@ -212,7 +223,8 @@ reloads, and the daemon then logs in with it.
     R"(
 Daemon flags:
   --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
-  --token-file FILE       the admin token for POSTs (re-read when the file changes)
+  --token-file FILE       the admin token for POSTs (re-read when the file changes); a UTF-8
+                          byte order mark is refused, a file readable by others warned about
   --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
   --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
   --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
@@ -312,6 +324,7 @@ void ReloadToken(AdminToken& token) {
   if (!token.enabled()) return;
   if (Status reloaded = token.Reload(); reloaded.ok()) {
     Log(LogLevel::kInfo, 0, "admin token reloaded");
+    WarnAboutTokenFile(token);
   } else {
     Log(LogLevel::kWarn, 0, "admin token unusable: POSTs refused until it is fixed",
         {{"error", reloaded.message()}});
@@ -336,6 +349,7 @@ int RunDaemon(Settings& settings) {
   if (token.enabled()) {
     if (Status loaded = token.Reload(); !loaded.ok())
       return CommandFail(kCommand, loaded.message());
+    WarnAboutTokenFile(token);
   }
   if (!listen->loopback && !token.enabled()) {
     return CommandFail(kCommand, "refusing to listen on " + settings.listen +

@@ -46,7 +46,8 @@ invalid, bus unreachable, server not ready), 64 usage error.
 )",
     kPassSettingsHelpText, kCommonFlags,
     R"(  --once                  run one pass in this process
-  --remote URL            ask the daemon at URL (e.g. http://127.0.0.1:9464) instead
+  --remote URL            ask the daemon at URL (e.g. http://127.0.0.1:9464) instead;
+                          userinfo, a query or ';' parameters are refused (exit 64)
   --token-file FILE       the daemon's admin token (with --remote)
                           (with an https:// --remote, --ca-file is the CA that must have
                           issued the daemon's certificate; without it, the system's CAs)

@@ -40,6 +40,30 @@ std::string BusSchemeProblem(const std::string& url) {
   return "--bus " + url + ": the scheme must be nats:// or tls://";
 }
 
+// An address must be a plain scheme://host:port (a path only where the scheme has one): any
+// other part may carry a secret, so it is refused, named, and the URL never shown.
+std::string AddressProblem(const std::string& flag, const std::string& url,
+                           observers::UrlPath path) {
+  const std::optional<std::string> part = observers::RefusedUrlPart(url, path);
+  if (!part) return {};
+  return flag + ": " + *part +
+         " in a URL is refused (it may carry a credential; the URL is not shown)";
+}
+
+// --monitor and --remote: http:// or https://, host, port and a path; empty is "not set".
+std::string HttpAddressProblem(const std::string& flag, const std::string& url) {
+  if (url.empty()) return {};
+  if (std::string problem = AddressProblem(flag, url, observers::UrlPath::kAllowed);
+      !problem.empty()) {
+    return problem + "; give http://HOST:PORT or https://HOST:PORT";
+  }
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+    return flag + ": the scheme must be http:// or https:// (e.g. http://127.0.0.1:" +
+           (flag == "--monitor" ? "8222)" : "9464)");
+  }
+  return {};
+}
+
 std::vector<std::string> SplitCommaList(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -66,14 +90,10 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.bus.urls = SplitCommaList(v);
           if (s.bus.urls.empty()) return "--bus: no URL given";
           for (const auto& url : s.bus.urls) {
-            if (url.find('@') != std::string::npos) {
-              return "--bus: credentials in a URL are refused; use --user and "
-                     "MESH_RECONCILER_PASSWORD or --password-file";
-            }
-            // ?user=u&pass=S, ?token=..., or any query at all: refused, and never echoed.
-            if (observers::HasQueryOrFragment(url)) {
-              return "--bus: a query string or fragment in a URL is refused (it may carry "
-                     "credentials; the URL is not shown); use --user and "
+            if (std::string problem = AddressProblem("--bus", url, observers::UrlPath::kRefused);
+                !problem.empty()) {
+              return problem +
+                     "; give nats://HOST:PORT, the user and password in --user and "
                      "MESH_RECONCILER_PASSWORD or --password-file";
             }
             if (std::string problem = BusSchemeProblem(url); !problem.empty()) return problem;
@@ -107,9 +127,8 @@ const std::map<std::string, FlagSpec>& Flags() {
       {"monitor",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) -> std::string {
-          if (observers::HasQueryOrFragment(v)) {
-            return "--monitor: a query string or fragment in a URL is refused (it may carry "
-                   "credentials; the URL is not shown)";
+          if (std::string problem = HttpAddressProblem("--monitor", v); !problem.empty()) {
+            return problem;
           }
           return SetString(s.monitor_url, v);
         }}},
@@ -203,7 +222,12 @@ const std::map<std::string, FlagSpec>& Flags() {
         }}},
       {"remote",
        {FlagKind::kString,
-        [](Settings& s, const std::string& v) { return SetString(s.remote, v); }}},
+        [](Settings& s, const std::string& v) -> std::string {
+          if (std::string problem = HttpAddressProblem("--remote", v); !problem.empty()) {
+            return problem;
+          }
+          return SetString(s.remote, v);
+        }}},
       {"for",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) -> std::string {

@@ -87,7 +87,8 @@ Result<std::string> ReadPasswordFile(const std::string& path);
 inline constexpr char kPassSettingsHelpText[] =
     R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
   --records FILE          the records file (JSON, contract version 1)
-  --bus URL[,URL...]      nats://host:port of the bus; never put credentials in a URL
+  --bus URL[,URL...]      nats://host:port (or tls://) of the bus: scheme, host and port only
+                          (userinfo, a path, a query or ';' parameters are refused, exit 64)
   --user NAME             the reconciler's own user (default mesh-reconciler)
   --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
   --ca-file FILE          TLS: trust this CA for the bus
@@ -97,7 +98,8 @@ inline constexpr char kPassSettingsHelpText[] =
   --users-scope SCOPE     server (default): the file is the whole accounts block; account: only
                           the mesh's account entry, to include inside your own accounts block
   --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
-  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222
+  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222 (a
+                          path is allowed, never logged; userinfo, a query, ';' are refused)
   --store-dir DIR         nats-server's JetStream store_dir, mounted here read-only: on 2.9 a
                           deleted stream is recreated as soon as its old folder is gone there
   --prune                 delete objects marked as ours that the records no longer derive

@@ -1,7 +1,11 @@
 #include "reconciler/daemon/admin_token.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <set>
+#include <string_view>
 
 #include "model/digest.h"
 #include "model/thread_safety.h"
@@ -11,6 +15,7 @@ namespace mesh::reconciler {
 namespace {
 
 constexpr size_t kMaxTokenBytes = 4096;
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
 bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -28,11 +33,21 @@ std::string HowToMakeOne(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> ReadTokenFile(const std::string& path) {
+Result<TokenFile> ReadTokenFile(const std::string& path) {
   // Without blocking: a FIFO in the token's place is refused, not waited on.
-  Result<std::string> read = observers::ReadRegularFile(path, "--token-file", kMaxTokenBytes);
+  struct stat info {};
+  Result<std::string> read =
+      observers::ReadRegularFile(path, "--token-file", kMaxTokenBytes, &info);
   if (!read.ok()) return read.status();
   std::string token = std::move(*read);
+  if (token.find(kUtf8ByteOrderMark) != std::string::npos) {
+    return Status(Errc::kInvalidArgument,
+                  "--token-file: " + path +
+                      " holds a UTF-8 byte order mark (an editor's \"UTF-8 with BOM\"): refused, "
+                      "as other readers of the file would send it; save the file without it "
+                      "(e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' " +
+                      path + ") or " + HowToMakeOne(path));
+  }
   while (!token.empty() && IsSpace(token.back())) token.pop_back();
   size_t first = 0;
   while (first < token.size() && IsSpace(token[first])) ++first;
@@ -41,7 +56,16 @@ Result<std::string> ReadTokenFile(const std::string& path) {
     return Status(Errc::kInvalidArgument,
                   "--token-file: " + path + " is empty: it holds no token; " + HowToMakeOne(path));
   }
-  return token;
+  TokenFile file;
+  file.token = std::move(token);
+  if ((info.st_mode & S_IROTH) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    file.warning = "--token-file " + path + " is readable by others (mode " + mode +
+                   "): any local user can read the admin token; chmod o-r " + path +
+                   " (0600, or 0440 for a group)";
+  }
+  return file;
 }
 
 Status CheckTokenStrength(const std::string& token, const std::string& path) {
@@ -65,15 +89,22 @@ Status CheckTokenStrength(const std::string& token, const std::string& path) {
 
 Status AdminToken::Reload() {
   if (path_.empty()) return Status::Ok();
-  Result<std::string> token = ReadTokenFile(path_);
-  const Status strong = token.ok() ? CheckTokenStrength(*token, path_) : token.status();
+  Result<TokenFile> file = ReadTokenFile(path_);
+  const Status strong = file.ok() ? CheckTokenStrength(file->token, path_) : file.status();
   MutexLock lock(mutex_);
   if (!strong.ok()) {
     digest_.reset();
+    warning_.reset();
     return strong;
   }
-  digest_ = model::Sha256(*token);
+  digest_ = model::Sha256(file->token);
+  warning_ = file->warning;
   return Status::Ok();
+}
+
+std::optional<std::string> AdminToken::warning() const {
+  MutexLock lock(mutex_);
+  return warning_;
 }
 
 std::optional<std::string> AdminToken::digest() const {

@@ -14,9 +14,25 @@
 
 namespace mesh::reconciler {
 
+// A token file as read: the token, and a warning when the file's mode lets others read it.
+struct TokenFile {
+  std::string token;
+  // Set when the file is readable by others (mode o+r, e.g. 0644): the token is still used (a
+  // refusal would turn the daemon's POSTs off, or the on-call CLI away, over a mode), but the
+  // file should be fixed; like ssh's "permissions are too open", the text names the file, its
+  // mode and the chmod, never the token. Group-readable is not warned about: the chart mounts
+  // the token 0440 for the pod's fsGroup on purpose.
+  std::optional<std::string> warning;
+};
+
 // The token in `path`, surrounding whitespace and the trailing newline stripped. An error
-// (naming the file, never its content) when it cannot be read or holds no token.
-Result<std::string> ReadTokenFile(const std::string& path);
+// (naming the file, never its content) when it cannot be read or holds no token, or when it
+// holds a UTF-8 byte order mark (an editor's "UTF-8 with BOM"): refused rather than stripped,
+// because other readers of the same file (curl -H "Authorization: Bearer $(cat FILE)", a script
+// reading the Secret) would send the mark's three bytes and be refused with 401 while this
+// binary worked; a refusal saying what to fix makes the file right for every reader. The daemon
+// and the CLI read the file here, so both apply the same rules.
+Result<TokenFile> ReadTokenFile(const std::string& path);
 
 // The daemon accepts only a token that is hard to guess: at least kMinTokenChars characters
 // (after the surrounding whitespace is stripped), no whitespace or control character inside,
@@ -42,11 +58,14 @@ class AdminToken {
   Status Reload();
   // SHA-256 of the token (32 raw bytes); nullopt when none is loaded.
   std::optional<std::string> digest() const;
+  // The loaded file's warning (TokenFile::warning), for the caller to log after each Reload.
+  std::optional<std::string> warning() const;
 
  private:
   const std::string path_;
   mutable Mutex mutex_;
   std::optional<std::string> digest_ GUARDED_BY(mutex_);
+  std::optional<std::string> warning_ GUARDED_BY(mutex_);
 };
 
 }  // namespace mesh::reconciler

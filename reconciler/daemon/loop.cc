@@ -348,13 +348,18 @@ HoldState Loop::hold_state() const {
 std::shared_ptr<const std::string> Loop::last_report_json() const {
   std::shared_ptr<const PassReport> report;
   std::shared_ptr<const PassReport> failed;
+  std::shared_ptr<const PassReport> failed_without_actions;
   {
     MutexLock lock(mutex_);
     if (last_report_json_ || !last_report_) return last_report_json_;
     report = last_report_;
     if (last_failed_report_ != last_report_) failed = last_failed_report_;
+    if (last_failed_without_actions_report_ != last_report_) {
+      failed_without_actions = last_failed_without_actions_report_;
+    }
   }
-  auto json = std::make_shared<const std::string>(DriftToJson(*report, failed.get()));
+  auto json = std::make_shared<const std::string>(
+      DriftToJson(*report, failed.get(), failed_without_actions.get()));
   MutexLock lock(mutex_);
   // Cached only while it is still the last report (a pass may have finished meanwhile).
   if (last_report_ == report && !last_report_json_) last_report_json_ = json;
@@ -642,7 +647,10 @@ void Loop::Run(PassRunner& runner) {
     NoteUsersFileLocked(report);
     if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
     last_report_ = std::make_shared<const PassReport>(std::move(report));
-    if (result == PassResult::kFailure) last_failed_report_ = last_report_;
+    if (result == PassResult::kFailure) {
+      (last_report_->outcomes.empty() ? last_failed_without_actions_report_ : last_failed_report_) =
+          last_report_;
+    }
     last_report_json_.reset();
     done_cv_.notify_all();
   }

@@ -177,8 +177,9 @@ class Loop {
   Health health() const;
   Readiness readiness() const;
   HoldState hold_state() const;
-  // /drift: DriftToJson of the last finished pass and of the last failed one when that is
-  // another pass (key "last_failed"); null before the first. Serialised on the first
+  // /drift: DriftToJson of the last finished pass and of the last failed ones when they are
+  // other passes (keys "last_failed": with outcomes; "last_failed_without_actions": without);
+  // null before the first. Serialised on the first
   // call after each pass (on the caller's thread, outside the loop's lock) and then shared:
   // a pass that nobody asks about is never serialised (on a first convergence of a large
   // mesh its report runs to megabytes).
@@ -257,8 +258,11 @@ class Loop {
   uint64_t repairs_ GUARDED_BY(mutex_) = 0;  // kRepair passes run
   uint64_t advisories_ignored_ GUARDED_BY(mutex_) = 0;
   std::shared_ptr<const PassReport> last_report_ GUARDED_BY(mutex_);
-  // The last pass that failed (PassSucceeded: kFailure); /drift shows it beside the last pass.
+  // The last pass that failed (PassSucceeded: kFailure) with outcomes, and the last one that
+  // failed without any (before acting); /drift shows each beside the last pass. Kept apart so
+  // that passes failing while the bus is down do not hide the one whose actions failed.
   std::shared_ptr<const PassReport> last_failed_report_ GUARDED_BY(mutex_);
+  std::shared_ptr<const PassReport> last_failed_without_actions_report_ GUARDED_BY(mutex_);
   // Why the last write of the users file failed; empty once a pass wrote it or found it as
   // rendered. Non-empty: /readyz is unready (the server may be running on stale credentials).
   std::string users_file_failing_ GUARDED_BY(mutex_);

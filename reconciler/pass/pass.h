@@ -174,9 +174,13 @@ inline constexpr const char* kDriftSchema = "mesh-reconciler/drift/v1";
 std::string FormatReportTable(const PassReport& report);
 std::string ReportToJson(const PassReport& report);
 // /drift: `last` as ReportToJson writes it (under kDriftSchema), and, when given, the last failed
-// pass (a pass that could not plan, or with a failed action) under the key "last_failed" in the
-// same form, so that what a failed pass did outlives the passes after it.
-std::string DriftToJson(const PassReport& last, const PassReport* last_failed);
+// pass that acted (it has outcomes: an action failed, or the pass failed after apply) under the
+// key "last_failed", and the last failed pass that did not act (it failed before apply: the
+// observation or the plan failed; no outcomes) under "last_failed_without_actions", each in the
+// same form, so that what a failed pass did outlives the passes after it: a later pass that
+// fails before acting (the bus down) no longer hides the one with the failed actions.
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed,
+                        const PassReport* last_failed_without_actions = nullptr);
 // Reads a report (kReportSchema; kDriftSchema, whose own members it ignores; or no schema: a
 // daemon older than the contract); another schema is refused with its name.
 Result<PassReport> ReportFromJson(const std::string& json);

@@ -509,7 +509,8 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
 
 namespace {
 
-std::string ReportJson(const char* schema, const PassReport& last, const PassReport* last_failed) {
+std::string ReportJson(const char* schema, const PassReport& last, const PassReport* last_failed,
+                       const PassReport* last_failed_without_actions) {
   rapidjson::StringBuffer buffer;
   Writer w(buffer);
   w.SetIndent(' ', 2);
@@ -522,6 +523,12 @@ std::string ReportJson(const char* schema, const PassReport& last, const PassRep
     WriteReportMembers(w, *last_failed);
     w.EndObject();
   }
+  if (last_failed_without_actions != nullptr) {
+    w.Key("last_failed_without_actions");
+    w.StartObject();
+    WriteReportMembers(w, *last_failed_without_actions);
+    w.EndObject();
+  }
   w.EndObject();
   buffer.Put('\n');  // one exact-size copy below: a first convergence's report is megabytes
   return std::string(buffer.GetString(), buffer.GetSize());
@@ -530,11 +537,12 @@ std::string ReportJson(const char* schema, const PassReport& last, const PassRep
 }  // namespace
 
 std::string ReportToJson(const PassReport& report) {
-  return ReportJson(kReportSchema, report, nullptr);
+  return ReportJson(kReportSchema, report, nullptr, nullptr);
 }
 
-std::string DriftToJson(const PassReport& last, const PassReport* last_failed) {
-  return ReportJson(kDriftSchema, last, last_failed);
+std::string DriftToJson(const PassReport& last, const PassReport* last_failed,
+                        const PassReport* last_failed_without_actions) {
+  return ReportJson(kDriftSchema, last, last_failed, last_failed_without_actions);
 }
 
 Result<PassReport> ReportFromJson(const std::string& json) {

@@ -304,7 +304,13 @@ TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as
   CHECK(last_failed["pass_id"].GetInt64() >= 1);
   CHECK(last_failed["pass_id"].GetInt64() < doc["pass_id"].GetInt64());
   REQUIRE(last_failed["outcomes"].IsArray());
-  if (last_failed["pass_id"].GetInt64() == 1) CHECK(last_failed["outcomes"].Size() > 0);
+  // The pass that acted, never a later one that failed before acting (the server down): those
+  // are kept apart, under last_failed_without_actions, each without outcomes.
+  CHECK(last_failed["outcomes"].Size() > 0);
+  if (doc.HasMember("last_failed_without_actions")) {
+    CHECK(doc["last_failed_without_actions"]["outcomes"].Empty());
+    CHECK(doc["last_failed_without_actions"]["pass_id"].GetInt64() < doc["pass_id"].GetInt64());
+  }
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
 }
 
@@ -413,6 +419,62 @@ TEST_CASE("A frozen server shows in mesh_reconciler_bus_connected when a pass's 
       },
       seconds(60));
   INFO(f.daemon->log());
+  CHECK(back);
+  CHECK(f.daemon->Terminate(seconds(10)) == 0);
+}
+
+TEST_CASE(
+    "A frozen server shows in mesh_reconciler_bus_connected within the request timeout "
+    "while the daemon is idle",
+    "[faults][integration][daemon][server]") {
+  // The daemon's request timeout (no flag sets it): cnats' PINGs must notice a server that
+  // stopped answering within it, with no pass running to time out.
+  const auto request_timeout = observers::BusSettings{}.request_timeout;
+  // What the bound allows beyond the timeout: the disconnect callback's thread and the scrape on
+  // a loaded 2-core machine (each far below a second), not another PING interval.
+  constexpr auto kSlack = std::chrono::milliseconds(1500);
+  HealFixture f;
+  REQUIRE(WaitFor([&] { return f.Ready(); }, seconds(60)));
+  // A forced pass that changes nothing: the advisories of the first pass's creations have been
+  // served before it, and it wakes none. From here the daemon is idle (interval 1 h).
+  Result<PassReport> settled = f.Reconcile();
+  REQUIRE(settled.ok());
+  REQUIRE(settled->converged());
+  REQUIRE(f.Metric("mesh_reconciler_bus_connected") == 1);
+  auto scheduled = [&] {
+    const std::string log = f.daemon->log();
+    size_t count = 0;
+    for (size_t at = log.find("msg=\"pass scheduled\""); at != std::string::npos;
+         at = log.find("msg=\"pass scheduled\"", at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  const size_t passes = scheduled();
+  struct Thaw {  // whatever happens below, the server must not stay frozen
+    mesh::testing::NatsServer& server;
+    ~Thaw() { server.Thaw(); }
+  } thaw{*f.mesh.server};
+  f.mesh.server->Freeze();
+  const auto frozen_at = std::chrono::steady_clock::now();
+  const bool noticed =
+      WaitFor([&] { return f.Metric("mesh_reconciler_bus_connected") == 0; }, seconds(60));
+  const auto took = std::chrono::steady_clock::now() - frozen_at;
+  INFO("noticed after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms; request timeout " << request_timeout.count() << " ms");
+  INFO(f.daemon->log());
+  REQUIRE(noticed);
+  CHECK(took <= request_timeout + kSlack);
+  // Idle: no pass ran into the silence; the client's PINGs saw it.
+  CHECK(scheduled() == passes);
+  CHECK(f.daemon->log().find("disconnected from the bus") != std::string::npos);
+  f.mesh.server->Thaw();
+  const bool back = WaitFor(
+      [&] {
+        Result<PassReport> report = f.Reconcile();
+        return report.ok() && report->converged() && f.Metric("mesh_reconciler_bus_connected") == 1;
+      },
+      seconds(60));
   CHECK(back);
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
 }

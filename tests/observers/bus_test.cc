@@ -404,3 +404,45 @@ TEST_CASE("A server stopped during a spread batch fails what is left at once, on
 
 }  // namespace
 }  // namespace mesh::observers
+
+namespace mesh::observers {
+namespace {
+
+TEST_CASE("An idle connection to a frozen server is called lost within the request timeout",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  struct Thaw {  // whatever happens below, the server must not stay frozen
+    NatsServer& server;
+    ~Thaw() { server.Thaw(); }
+  } thaw{*server};
+  auto settings = BusSettingsFor(*server);
+  settings.request_timeout = std::chrono::milliseconds(1500);
+  std::vector<BusEvent> events;
+  std::mutex events_mutex;
+  auto bus = BusConnection::Connect(settings, [&](BusEvent event, const std::string&) {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    events.push_back(event);
+  });
+  REQUIRE(bus.ok());
+  REQUIRE((*bus)->connected());
+  server->Freeze();
+  const auto frozen_at = std::chrono::steady_clock::now();
+  // No request: only cnats' PINGs can tell.
+  const bool lost = WaitFor([&] { return !(*bus)->connected(); }, std::chrono::seconds(30));
+  const auto took = std::chrono::steady_clock::now() - frozen_at;
+  INFO("lost after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                     << " ms; request timeout " << settings.request_timeout.count() << " ms");
+  REQUIRE(lost);
+  // Within the timeout, plus what a loaded 2-core machine adds to a timer (not an interval).
+  CHECK(took <= settings.request_timeout + std::chrono::milliseconds(750));
+  CHECK(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    return std::find(events.begin(), events.end(), BusEvent::kDisconnected) != events.end();
+  }));
+  server->Thaw();
+  CHECK(WaitFor([&] { return (*bus)->connected(); }, std::chrono::seconds(30)));
+  CHECK((*bus)->Request({"$JS.API.INFO", ""}).status.ok());
+}
+
+}  // namespace
+}  // namespace mesh::observers

@@ -1,6 +1,7 @@
 #include "observers/url.h"
 
 #include <catch2/catch.hpp>
+#include <vector>
 
 namespace mesh::observers {
 namespace {
@@ -27,8 +28,58 @@ TEST_CASE("A query string or fragment is suspect: found, and cut from messages",
   }
   CHECK_FALSE(HasQueryOrFragment("nats://host:4222"));
   CHECK_FALSE(HasQueryOrFragment("nats://host:4222/"));
-  CHECK(UrlForMessages("nats://u:p@host:4222/?pass=S") == "nats://host:4222/");
+  CHECK(UrlForMessages("nats://u:p@host:4222/?pass=S") == "nats://host:4222");
   CHECK(UrlForMessages("nats://host:4222") == "nats://host:4222");
+}
+
+TEST_CASE("Messages carry scheme, host and port only: no path, no parameters after a semicolon",
+          "[observers]") {
+  CHECK(UrlForMessages("nats://127.0.0.1:4222;pass=S") == "nats://127.0.0.1:4222");
+  CHECK(UrlForMessages("nats://127.0.0.1:4222/S") == "nats://127.0.0.1:4222");
+  CHECK(UrlForMessages("nats://127.0.0.1:4222/%3Fpass=S") == "nats://127.0.0.1:4222");
+  CHECK(UrlForMessages("http://u:p@[::1]:9464/base/S?token=S#S") == "http://[::1]:9464");
+  CHECK(UrlForMessages("127.0.0.1:4222/S") == "127.0.0.1:4222");
+}
+
+TEST_CASE("An address is scheme://host:port: every other part is named, never quoted",
+          "[observers]") {
+  struct Case {
+    const char* url;
+    UrlPath path;
+    const char* part;
+  };
+  const std::vector<Case> refused = {
+      {"nats://127.0.0.1:4222;pass=S", UrlPath::kRefused, "parameters after ';'"},
+      {"nats://127.0.0.1:4222/S", UrlPath::kRefused, "a path"},
+      {"nats://127.0.0.1:4222/%3Fpass=S", UrlPath::kRefused, "a path"},
+      {"nats://127.0.0.1:4222/?pass=S", UrlPath::kRefused, "a query string"},
+      {"nats://127.0.0.1:4222#S", UrlPath::kRefused, "a fragment"},
+      {"nats://u:S@127.0.0.1:4222", UrlPath::kRefused, "userinfo"},
+      {"nats://S@127.0.0.1:4222", UrlPath::kRefused, "userinfo"},
+      {"nats://127.0.0.1%3BS:4222", UrlPath::kRefused, "percent-encoding in the host or port"},
+      {"nats://127.0.0.1:42S", UrlPath::kRefused, "a port that is not a number from 0 to 65535"},
+      {"nats://host,S:4222", UrlPath::kRefused, "a host that is not a plain name or IP address"},
+      {"nats://127.0.0.1:4222 S", UrlPath::kRefused, "a control character or space"},
+      {"http://127.0.0.1:9464/?token=S", UrlPath::kAllowed, "a query string"},
+      {"http://127.0.0.1:9464/base;S", UrlPath::kAllowed, "parameters after ';'"},
+      {"http://u:S@127.0.0.1:9464", UrlPath::kAllowed, "userinfo"},
+      {"https://127.0.0.1:9464/#S", UrlPath::kAllowed, "a fragment"},
+  };
+  for (const Case& c : refused) {
+    INFO(c.url);
+    const std::optional<std::string> part = RefusedUrlPart(c.url, c.path);
+    REQUIRE(part);
+    CHECK(*part == c.part);
+    CHECK(part->find('S') == std::string::npos);
+  }
+  for (const char* plain : {"nats://127.0.0.1:4222", "nats://127.0.0.1:4222/", "tls://bus.example",
+                            "nats://[::1]:4222", "127.0.0.1:4222", "nats://nats-0.nats_svc:4222"}) {
+    INFO(plain);
+    CHECK_FALSE(RefusedUrlPart(plain, UrlPath::kRefused));
+  }
+  CHECK_FALSE(RefusedUrlPart("http://127.0.0.1:8222/nats/", UrlPath::kAllowed));
+  CHECK_FALSE(RefusedUrlPart("https://[::1]:9464", UrlPath::kAllowed));
+  CHECK(RefusedUrlPart("http://127.0.0.1:8222/nats/", UrlPath::kRefused) == "a path");
 }
 
 TEST_CASE("ParseServerAddress reads host and port, drops credentials", "[observers]") {

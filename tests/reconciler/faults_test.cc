@@ -149,7 +149,9 @@ TEST_CASE("A frozen server (SIGSTOP): the pass fails within the request timeout,
   const double took = std::chrono::duration<double>(Clock::now() - started).count();
   INFO(Summary(frozen) << "took " << took << " s");
   CHECK_FALSE(frozen.status.ok());
-  CHECK(frozen.status.message().find(expected) != std::string::npos);
+  // cnats' PINGs may call the connection lost within the same timeout (issue 38, item 8).
+  CHECK((frozen.status.message().find(expected) != std::string::npos ||
+         frozen.status.message().find("lost before the answer") != std::string::npos));
   CHECK(frozen.outcomes.empty());  // nothing sent to a server that cannot be asked
   CHECK_FALSE(frozen.converged());
   CHECK(took < 1.5 + 2.5);  // one request timeout, and a margin for a loaded machine
@@ -186,7 +188,9 @@ TEST_CASE("A server frozen during apply: the requests time out, the rest is not 
   INFO("took " << took << " s");
   REQUIRE(replies.size() == requests.size());
   for (const auto& reply : replies) CHECK_FALSE(reply.status.ok());
-  CHECK(replies.front().status.code() == Errc::kTimeout);
+  // Timed out, or the connection called lost by cnats' PINGs within the same timeout (issue 38).
+  CHECK((replies.front().status.code() == Errc::kTimeout ||
+         replies.front().status.code() == Errc::kUnavailable));
   CHECK(replies.back().status.code() == Errc::kUnavailable);
   CHECK(replies.back().status.message().find("not sent") != std::string::npos);
   CHECK(took < 2 * 1.5 + 1);

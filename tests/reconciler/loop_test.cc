@@ -2,6 +2,8 @@
 // backoff, holds, exceptions, shutdown, periodic passes. Synchronised on conditions only.
 #include "reconciler/daemon/loop.h"
 
+#include <rapidjson/document.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
@@ -349,6 +351,59 @@ TEST_CASE("A failed action counts as a failed pass and is retried", "[loop]") {
         std::string::npos);
   CHECK(text.find("mesh_reconciler_passes_total{result=\"success\",trigger=\"retry\"} 1") !=
         std::string::npos);
+}
+
+TEST_CASE("/drift keeps the failed pass that acted when later ones fail before acting", "[loop]") {
+  // Pass 1 acts and an action fails; passes 2 and 3 fail before acting (the bus down: no
+  // outcomes); pass 4 converges. /drift must still show pass 1 as last_failed, and pass 3 apart.
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    if (call.pass_id == 1) {
+      ActionOutcome done;
+      done.outcome = Outcome::kDone;
+      ActionOutcome failed;
+      failed.outcome = Outcome::kFailed;
+      report.outcomes = {done, failed};
+    } else if (call.pass_id <= 3) {
+      report.status = Status(Errc::kUnavailable, "bus unreachable");
+    }
+    return report;
+  });
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 4; }));
+  REQUIRE(loop.last_report()->pass_id == 4);
+  const std::shared_ptr<const std::string> json = loop.last_report_json();
+  REQUIRE(json != nullptr);
+  rapidjson::Document doc;
+  doc.Parse(json->data(), json->size());
+  REQUIRE(doc.IsObject());
+  CHECK(doc["pass_id"].GetInt64() == 4);
+  REQUIRE(doc.HasMember("last_failed"));
+  CHECK(doc["last_failed"]["pass_id"].GetInt64() == 1);
+  CHECK(doc["last_failed"]["outcomes"].Size() == 2);
+  REQUIRE(doc.HasMember("last_failed_without_actions"));
+  CHECK(doc["last_failed_without_actions"]["pass_id"].GetInt64() == 3);
+  CHECK(doc["last_failed_without_actions"]["outcomes"].Empty());
+  CHECK(std::string(doc["last_failed_without_actions"]["status"]["message"].GetString()) ==
+        "bus unreachable");
+}
+
+TEST_CASE("/drift leaves out a failed pass that is the last pass itself", "[loop]") {
+  ScriptedRunner runner;
+  runner.SetScript([](const PassCall& call) {
+    PassReport report = ScriptedRunner::OkReport(call);
+    report.status = Status(Errc::kUnavailable, "bus unreachable");
+    return report;
+  });
+  Loop loop(QuietOptions(), nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() >= 1; }));
+  loop.Stop(std::chrono::seconds(10));
+  const std::shared_ptr<const std::string> json = loop.last_report_json();
+  REQUIRE(json != nullptr);
+  CHECK(json->find("\"last_failed") == std::string::npos);
 }
 
 TEST_CASE("Retries never wait longer than the interval, periodic passes go on", "[loop]") {

@@ -220,7 +220,9 @@ TEST_CASE("Credentials in a bus or monitor URL's query string are refused, never
     CliResult flag = RunWithEnv({"run", "--records", records, "--bus", host + query}, password_env);
     INFO(flag.output);
     CHECK(flag.exit_code == 64);
-    CHECK(Contains(flag.output, "--bus: a query string or fragment in a URL is refused"));
+    CHECK(Contains(flag.output, query.front() == '#'
+                                    ? "--bus: a fragment in a URL is refused"
+                                    : "--bus: a query string in a URL is refused"));
     CHECK_FALSE(Contains(flag.output, secret));
 
     CliResult env = RunWithEnv({"run", "--records", records},
@@ -239,9 +241,95 @@ TEST_CASE("Credentials in a bus or monitor URL's query string are refused, never
         password_env);
     INFO(monitor.output);
     CHECK(monitor.exit_code == 64);
-    CHECK(Contains(monitor.output, "--monitor: a query string or fragment in a URL is refused"));
+    CHECK(Contains(monitor.output, query.front() == '#'
+                                       ? "--monitor: a fragment in a URL is refused"
+                                       : "--monitor: a query string in a URL is refused"));
     CHECK_FALSE(Contains(monitor.output, secret));
   }
+  std::filesystem::remove_all(dir);
+}
+
+// ---------- 6b. anything but scheme://host:port in an address (issue 38) ----------
+
+TEST_CASE("An address with more than scheme, host and port is refused at start, never echoed",
+          "[faults][daemon]") {
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-address");
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string token_file = dir + "/token";
+  WriteFile(token_file, std::string(kToken) + "\n");
+  chmod(token_file.c_str(), 0600);
+  const std::string secret = "S3cret-in-the-address";
+  const std::string host = "127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+  struct Form {
+    std::string suffix;  // after scheme://host:port
+    std::string part;    // what the refusal names
+  };
+  const std::vector<Form> forms = {{";pass=" + secret, "parameters after ';'"},
+                                   {"/" + secret, "a path"},
+                                   {"/%3Fpass=" + secret, "a path"},
+                                   {"/?token=" + secret, "a query string"}};
+  for (const Form& form : forms) {
+    INFO("suffix: " << form.suffix);
+    // The daemon: refused at start (it used to log the URL in every retry, for ever).
+    CliResult run = RunWithEnv({"run", "--records", records, "--bus",
+                                "nats://" + host + form.suffix, "--listen", "127.0.0.1:0"},
+                               password_env);
+    INFO(run.output);
+    CHECK(run.exit_code == 64);
+    CHECK(Contains(run.output, "--bus: " + form.part + " in a URL is refused"));
+    CHECK_FALSE(Contains(run.output, secret));
+
+    CliResult env =
+        RunWithEnv({"run", "--records", records, "--listen", "127.0.0.1:0"},
+                   {password_env[0], "MESH_RECONCILER_BUS=nats://" + host + form.suffix});
+    INFO(env.output);
+    CHECK(env.exit_code == 64);
+    CHECK_FALSE(Contains(env.output, secret));
+
+    CliResult once = RunWithEnv(
+        {"reconcile", "--once", "--records", records, "--bus", "nats://" + host + form.suffix},
+        password_env);
+    INFO(once.output);
+    CHECK(once.exit_code == 64);
+    CHECK_FALSE(Contains(once.output, secret));
+  }
+  // http(s) has a path (nats-server's http_base_path, a proxy's prefix): allowed for --monitor
+  // and --remote, never shown; a query, ';' parameters and userinfo are refused.
+  for (const Form& form :
+       {Form{"/?token=" + secret, "a query string"},
+        Form{"/x;token=" + secret, "parameters after ';'"}, Form{"#" + secret, "a fragment"}}) {
+    INFO("suffix: " << form.suffix);
+    CliResult remote = RunWithEnv(
+        {"reconcile", "--remote", "http://" + host + form.suffix, "--token-file", token_file}, {});
+    INFO(remote.output);
+    CHECK(remote.exit_code == 64);
+    CHECK(Contains(remote.output, "--remote: " + form.part + " in a URL is refused"));
+    CHECK_FALSE(Contains(remote.output, secret));
+
+    CliResult monitor = RunWithEnv({"run", "--records", records, "--bus", "nats://" + host,
+                                    "--monitor", "http://" + host + form.suffix},
+                                   password_env);
+    INFO(monitor.output);
+    CHECK(monitor.exit_code == 64);
+    CHECK(Contains(monitor.output, "--monitor: " + form.part + " in a URL is refused"));
+    CHECK_FALSE(Contains(monitor.output, secret));
+  }
+  CliResult userinfo = RunWithEnv(
+      {"hold", "--remote", "http://u:" + secret + "@" + host, "--token-file", token_file}, {});
+  INFO(userinfo.output);
+  CHECK(userinfo.exit_code == 64);
+  CHECK(Contains(userinfo.output, "--remote: userinfo in a URL is refused"));
+  CHECK_FALSE(Contains(userinfo.output, secret));
+  // A path is sent, but a failed connection names scheme, host and port only.
+  CliResult path = RunWithEnv(
+      {"reconcile", "--remote", "http://" + host + "/" + secret, "--token-file", token_file}, {});
+  INFO(path.output);
+  CHECK(path.exit_code == 1);
+  CHECK(Contains(path.output, "http://" + host));
+  CHECK_FALSE(Contains(path.output, secret));
   std::filesystem::remove_all(dir);
 }
 
@@ -283,6 +371,74 @@ TEST_CASE("A weak or empty admin token is refused at start, saying how to make o
     const std::string stripped = w.content.substr(0, w.content.find('\n'));
     if (stripped.size() > 3) CHECK_FALSE(Contains(refused.output, stripped));
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A token file with a byte order mark is refused, one readable by others warns",
+          "[faults][daemon]") {
+  // Both readers of --token-file: the daemon (at start and on reload) and the on-call CLI.
+  const std::string dir = mesh::testing::MakeTempDir("mesh-heal-token-file");
+  const std::string records = dir + "/records.json";
+  WriteFile(records, ExampleRecordsJson());
+  const std::string token = dir + "/token";
+  const std::string bus = "nats://127.0.0.1:" + std::to_string(mesh::testing::FreePort());
+  const std::vector<std::string> password_env = {std::string("MESH_RECONCILER_PASSWORD=") +
+                                                 kReconcilerPassword};
+  auto write_token = [&](const std::string& bytes, mode_t mode) {
+    const std::string temporary = token + ".new";
+    WriteFile(temporary, bytes);
+    REQUIRE(chmod(temporary.c_str(), mode) == 0);
+    std::filesystem::rename(temporary, token);
+  };
+  const std::string bom = "\xEF\xBB\xBF";
+
+  // A byte order mark: refused at start and by the CLI, naming it, never the token.
+  write_token(bom + kToken + "\n", 0600);
+  CliResult run = RunWithEnv(
+      {"run", "--records", records, "--bus", bus, "--token-file", token, "--listen", "127.0.0.1:0"},
+      password_env);
+  INFO(run.output);
+  CHECK(run.exit_code == 1);
+  CHECK(Contains(run.output, "byte order mark"));
+  CHECK_FALSE(Contains(run.output, kToken));
+  CliResult cli =
+      RunWithEnv({"release", "--remote", "http://127.0.0.1:1", "--token-file", token}, {});
+  INFO(cli.output);
+  CHECK(cli.exit_code != -1);
+  CHECK(cli.exit_code != 0);
+  CHECK(Contains(cli.output, "byte order mark"));
+  CHECK_FALSE(Contains(cli.output, kToken));
+
+  // Readable by others: used, with a warning in the daemon's log and on the CLI's stderr.
+  write_token(std::string(kToken) + "\n", 0644);
+  auto daemon = DaemonProcess::Start(
+      {"--records", records, "--bus", bus, "--token-file", token, "--interval", "1h"},
+      password_env);
+  CHECK(WaitFor([&] { return Contains(daemon->log(), "admin token file readable by others"); }));
+  CHECK(Contains(daemon->log(), "(mode 0644)"));
+  CHECK_FALSE(Contains(daemon->log(), kToken));
+  auto status = [&](const std::string& bearer) {
+    auto reply = daemon->Post("/release", bearer, seconds(10));
+    return reply.ok() ? reply->status : 0;
+  };
+  CHECK(status(kToken) == 200);
+  CliResult warned = RunWithEnv({"release", "--remote", daemon->url(), "--token-file", token}, {});
+  INFO(warned.output);
+  CHECK(warned.exit_code == 0);
+  CHECK(Contains(warned.output, "warning: --token-file " + token + " is readable by others"));
+  // 0600: no warning.
+  write_token(std::string(kToken) + "\n", 0600);
+  CliResult quiet = RunWithEnv({"release", "--remote", daemon->url(), "--token-file", token}, {});
+  INFO(quiet.output);
+  CHECK(quiet.exit_code == 0);
+  CHECK_FALSE(Contains(quiet.output, "warning"));
+  // Reloaded to a file with a byte order mark: the POSTs are turned off and the log says why.
+  write_token(bom + kOtherToken + "\n", 0600);
+  CHECK(WaitFor([&] { return status(kToken) == 403; }));
+  CHECK(status(kOtherToken) == 403);
+  CHECK(WaitFor([&] { return Contains(daemon->log(), "byte order mark"); }));
+  CHECK_FALSE(Contains(daemon->log(), kOtherToken));
+  CHECK(daemon->Terminate(seconds(10)) == 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -95,6 +95,37 @@ TEST_CASE("a bus URL names nats:// or tls://, and a wrong one says what to give"
   CHECK(env.status().message().find("nats:// or tls://") != std::string::npos);
 }
 
+// Issue 38: any part of an address beyond scheme, host and port may carry a secret. Refused by
+// name, the URL never in the message; http(s) keeps a path (http_base_path, a proxy's prefix).
+TEST_CASE("Addresses of --bus, --monitor and --remote are scheme://host:port, the rest is named",
+          "[settings]") {
+  for (const char* bad : {"nats://127.0.0.1:4222;pass=S3CR", "nats://127.0.0.1:4222/S3CR",
+                          "nats://127.0.0.1:4222/%3Fpass=S3CR", "nats://u:S3CR@127.0.0.1:4222"}) {
+    INFO(bad);
+    auto parsed = ParseSettings({"--bus", bad}, FakeEnv({}));
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().message().rfind("--bus: ", 0) == 0);
+    CHECK(parsed.status().message().find("S3CR") == std::string::npos);
+  }
+  for (const char* flag : {"--monitor", "--remote"}) {
+    INFO(flag);
+    for (const char* good : {"http://127.0.0.1:8222", "https://[::1]:9464/", "http://h:1/base/"}) {
+      INFO(good);
+      CHECK(ParseSettings({flag, good}, FakeEnv({})).ok());
+    }
+    for (const char* bad : {"http://127.0.0.1:9999/?token=S3CR", "http://127.0.0.1:9999/a;S3CR",
+                            "http://u:S3CR@127.0.0.1:9999", "http://127.0.0.1:9999#S3CR",
+                            "nats://127.0.0.1:9999", "127.0.0.1:9999"}) {
+      INFO(bad);
+      auto parsed = ParseSettings({flag, bad}, FakeEnv({}));
+      REQUIRE_FALSE(parsed.ok());
+      CHECK(parsed.status().message().rfind(std::string(flag) + ": ", 0) == 0);
+      CHECK(parsed.status().message().find("S3CR") == std::string::npos);
+      CHECK(parsed.status().message().find("127.0.0.1:9999") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("the bcrypt cost flag takes a whole number from 4 to 31, nothing around it",
           "[settings]") {
   for (const char* good : {"4", "10", "31"}) {
