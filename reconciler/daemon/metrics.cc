@@ -161,7 +161,20 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
                               .Help("Further connections a large apply wanted that could not be "
                                     "opened; it went on the connections open")
                               .Register(*registry_)
-                              .Add({})) {
+                              .Add({})),
+      contests_(prometheus::BuildCounter()
+                    .Name("mesh_reconciler_contests_total")
+                    .Help("Objects found changed back by another writer after this reconciler "
+                          "updated them; each backs the object's updates off")
+                    .Register(*registry_)),
+      contested_objects_(prometheus::BuildGauge()
+                             .Name("mesh_reconciler_contested_objects")
+                             .Help("Objects in a contest with another writer after the last pass "
+                                   "(their updates backed off)")
+                             .Register(*registry_)
+                             .Add({})) {
+  contests_.Add({{"kind", ToString(ObjectKind::kStream)}});
+  contests_.Add({{"kind", ToString(ObjectKind::kConsumer)}});
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -209,6 +222,12 @@ void Metrics::RecordRepair(const PassReport& report) {
 
 void Metrics::RecordOutcomes(const PassReport& report) {
   lane_open_failures_.Increment(static_cast<double>(report.lane_open_failures));
+  for (const ContestFound& contest : report.contests) {
+    contests_.Add({{"kind", ToString(contest.kind)}}).Increment();
+  }
+  if (report.contested_objects) {
+    contested_objects_.Set(static_cast<double>(*report.contested_objects));
+  }
   for (const ActionOutcome& outcome : report.outcomes) {
     const ActionKind kind = outcome.action.kind;
     repairs_

@@ -27,6 +27,11 @@
 //   mesh_reconciler_bus_lane_open_failures_total     counter: further connections a large apply
 //                                                    wanted (observers::Spread::kLanes) that could
 //                                                    not be opened; it used those open instead
+//   mesh_reconciler_contests_total{kind}             counter: objects found changed back by
+//                                                    another writer after our update (kind
+//                                                    stream|consumer; reconciler/plan/contest.h)
+//   mesh_reconciler_contested_objects                gauge: objects in a contest (their updates
+//                                                    backed off) after the last pass
 //   process_*                                        the standard process metrics
 //                                                    (reconciler/daemon/process_metrics.h), read at
 //                                                    scrape
@@ -181,6 +186,8 @@ class Metrics {
   prometheus::Gauge& lease_holder_;
   Twin<prometheus::Gauge> credentials_pending_;
   prometheus::Counter& lane_open_failures_;
+  prometheus::Family<prometheus::Counter>& contests_;
+  prometheus::Gauge& contested_objects_;
   // [ObjectKind][DriftState], created at construction so all 15 series are always present.
   std::array<std::array<Twin<prometheus::Gauge>, kDriftStates>, 3> drift_cells_{};
   Mutex certificate_mutex_;
