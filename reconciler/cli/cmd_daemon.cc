@@ -13,6 +13,7 @@
 #include <string>
 
 #include "model/json_read.h"
+#include "model/thread_safety.h"
 #include "observers/http_client.h"
 #include "reconciler/base/log.h"
 #include "reconciler/cli/build_info.h"
@@ -59,6 +60,15 @@ class DaemonHttpState : public HttpState {
     if (!report.ok()) return report.status();
     return ReportToJson(*report);
   }
+  // Called on the reconcile thread once per waiter of a pass: the report is serialised once.
+  uint64_t ForcePassAsync(ForcePassDone done) const override {
+    return loop_.RequestPassAsync(
+        [this, done = std::move(done)](Result<std::shared_ptr<const PassReport>> report) {
+          if (!report.ok()) return done(report.status());
+          done(JsonOf(*report));
+        });
+  }
+  void CancelForcePass(uint64_t ticket) const override { loop_.CancelRequest(ticket); }
   Result<HoldState> Hold(std::chrono::milliseconds duration,
                          const HoldRequest& request) const override {
     return loop_.Hold(duration, request);
@@ -67,9 +77,22 @@ class DaemonHttpState : public HttpState {
   HoldState hold_state() const override { return loop_.hold_state(); }
 
  private:
+  std::shared_ptr<const std::string> JsonOf(const std::shared_ptr<const PassReport>& report) const {
+    MutexLock lock(json_mutex_);
+    if (json_report_ != report) {
+      json_ = std::make_shared<const std::string>(ReportToJson(*report));
+      json_report_ = report;
+    }
+    return json_;
+  }
+
   Loop& loop_;
   Metrics& metrics_;
   AdminToken& token_;
+  // The last forced pass's report as JSON, shared by all its waiters.
+  mutable Mutex json_mutex_;
+  mutable std::shared_ptr<const PassReport> json_report_ GUARDED_BY(json_mutex_);
+  mutable std::shared_ptr<const std::string> json_ GUARDED_BY(json_mutex_);
 };
 
 // The signals the daemon takes, all on the main thread with sigwait (RunDaemon), none in a
@@ -195,7 +218,10 @@ HTTP endpoints (--listen; HTTPS with --tls-cert and --tls-key):
   GET  /drift            the last pass's report (JSON), the last failed pass that acted
                          ("last_failed") and the last that failed before acting
                          ("last_failed_without_actions")
-  POST /reconcile        run a pass now and answer with its report (waits up to 60 s)
+  POST /reconcile        run a pass now and answer with its report (waits up to 60 s);
+                         requests that arrive while a pass runs share the next pass, and
+                         forced passes start at least 1 s apart, so a burst of any size runs
+                         at most two passes
   POST /hold?for=30m     observe only, repair nothing, for a while (at most 24h)
   POST /release          end a hold
 Every POST needs "Authorization: Bearer <token>" with the token of --token-file. Without
@@ -232,6 +258,9 @@ Daemon flags:
                           least time between two passes woken by advisories (default 100ms;
                           0 for none, at most 1m); only advisories about the mesh's own
                           streams and known consumers wake a pass, never an ephemeral's
+  --http-connections N    the listener's connection cap (default 256, 128 to 16384; 64 per
+                          client address); POST /reconcile requests may wait on all but 64 of
+                          them (more are answered 503). Each is a file descriptor
   --log-level LEVEL       debug, info (default), warn or error
   --log-format FORMAT     logfmt (default) or json; one line per event on stderr
 
@@ -357,6 +386,8 @@ int RunDaemon(Settings& settings) {
   }
 
   HttpServerOptions http_options;
+  http_options.max_connections = settings.http_connections;
+  http_options.forced_pass_timeout = kForcedPassTimeout;
   if (!settings.tls_cert_file.empty()) {
     Result<std::shared_ptr<ListenerTls>> tls =
         ListenerTls::Load(settings.tls_cert_file, settings.tls_key_file);
@@ -369,6 +400,10 @@ int RunDaemon(Settings& settings) {
   LoopOptions options;
   options.interval = settings.interval;
   options.advisory_floor = settings.advisory_floor;
+  // Waiting POST /reconcile connections are busy (never evicted): one address's share of the
+  // listener stays for everything else, the probes first.
+  options.max_waiting_requests =
+      http_options.max_connections - http_options.max_connections_per_client;
   if (settings.lease == LeaseMode::kKv) {
     options.lease_round = LeaseRoundFor(settings.interval);
     options.lease_grace = LeaseGraceFor(settings.interval);

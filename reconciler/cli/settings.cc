@@ -198,6 +198,18 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.advisory_floor = *d;
           return {};
         }}},
+      {"http-connections",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          size_t n = 0;
+          const char* end = v.data() + v.size();
+          const auto [stop, error] = std::from_chars(v.data(), end, n);
+          if (v.empty() || error != std::errc() || stop != end || n < 128 || n > 16384) {
+            return "--http-connections: expected a whole number from 128 to 16384";
+          }
+          s.http_connections = n;
+          return {};
+        }}},
       {"tls-cert",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.tls_cert_file, v); }}},

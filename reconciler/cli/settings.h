@@ -44,6 +44,9 @@ struct Settings : PassSettings {
   std::string token_file;                 // --token-file
   // --advisory-floor: least time between two advisory-woken passes (0 allowed).
   std::chrono::milliseconds advisory_floor{100};
+  // --http-connections: the listener's connection cap (HttpServerOptions::max_connections);
+  // forced requests may wait on all of it but one address's share.
+  size_t http_connections = 256;
   std::string tls_cert_file;          // --tls-cert (HTTP listener)
   std::string tls_key_file;           // --tls-key
   std::string log_level = "info";     // --log-level debug|info|warn|error

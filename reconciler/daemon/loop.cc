@@ -211,27 +211,68 @@ observers::EventSink Loop::MakeEventSink() {
       [this](observers::BusEvent event, const std::string& subject) { OnBusEvent(event, subject); };
 }
 
-Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
+uint64_t Loop::RequestPassAsync(PassDone done) {
+  Status refused;
+  {
+    MutexLock lock(mutex_);
+    if (stopping_) {
+      refused = Status(Errc::kUnavailable, "the reconciler is shutting down");
+    } else if (waiters_.size() >= options_.max_waiting_requests) {
+      refused = Status(Errc::kUnavailable, "too many reconcile requests waiting; try again");
+    } else {
+      const uint64_t ticket = ++next_ticket_;
+      // Served by the first pass that starts from now on: every request that arrives while a
+      // pass runs shares the next one.
+      waiters_.push_back(Waiter{ticket, started_ + 1, std::move(done)});
+      pending_ |= Bit(Trigger::kForced);
+      wake_cv_.notify_all();
+      return ticket;
+    }
+  }
+  done(refused);
+  return 0;
+}
+
+bool Loop::CancelRequest(uint64_t ticket) {
   MutexLock lock(mutex_);
-  if (stopping_) return Status(Errc::kUnavailable, "the reconciler is shutting down");
-  if (waiters_.size() >= options_.max_waiting_requests) {
-    return Status(Errc::kUnavailable, "too many reconcile requests waiting; try again");
-  }
-  auto waiter = std::make_shared<Waiter>();
-  waiter->min_pass_id = started_ + 1;
-  waiters_.push_back(waiter);
-  pending_ |= Bit(Trigger::kForced);
-  wake_cv_.notify_all();
-  const bool served = done_cv_.wait_for(lock.native(), timeout, [&]() REQUIRES(mutex_) {
-    return waiter->report.has_value() || stopping_;
+  return std::erase_if(waiters_, [&](const Waiter& w) { return w.ticket == ticket; }) > 0;
+}
+
+Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
+  // The asynchronous request, waited for here. The slot outlives a caller that gave up.
+  struct Slot {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::optional<Result<std::shared_ptr<const PassReport>>> result;
+  };
+  auto slot = std::make_shared<Slot>();
+  const uint64_t ticket = RequestPassAsync([slot](Result<std::shared_ptr<const PassReport>> r) {
+    std::lock_guard<std::mutex> lock(slot->mutex);
+    slot->result = std::move(r);
+    slot->cv.notify_all();
   });
-  std::erase(waiters_, waiter);
-  if (waiter->report) return std::move(*waiter->report);
-  if (!served) {
-    return Status(Errc::kTimeout,
-                  "no pass finished within " + std::to_string(timeout.count() / 1000) + " s");
+  std::unique_lock<std::mutex> lock(slot->mutex);
+  if (!slot->cv.wait_for(lock, timeout, [&] { return slot->result.has_value(); })) {
+    lock.unlock();
+    if (CancelRequest(ticket)) {
+      return Status(Errc::kTimeout,
+                    "no pass finished within " + std::to_string(timeout.count() / 1000) + " s");
+    }
+    lock.lock();  // being served right now: its answer follows at once
+    slot->cv.wait(lock, [&] { return slot->result.has_value(); });
   }
-  return Status(Errc::kUnavailable, "the reconciler is shutting down");
+  if (!slot->result->ok()) return slot->result->status();
+  return **slot->result.value();
+}
+
+std::vector<Loop::PassDone> Loop::TakeServedLocked(uint64_t pass_id, bool all) {
+  std::vector<PassDone> served;
+  std::erase_if(waiters_, [&](Waiter& w) {
+    if (!all && w.min_pass_id > pass_id) return false;
+    served.push_back(std::move(w.done));
+    return true;
+  });
+  return served;
 }
 
 namespace {
@@ -419,14 +460,25 @@ std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, d
       static_cast<int64_t>(static_cast<double>(base.count()) * factor(rng_)));
 }
 
-std::optional<Loop::Clock::time_point> Loop::AdvisoryFloorLocked() const {
-  if (pending_ != Bit(Trigger::kAdvisory) || !last_advisory_pass_) return std::nullopt;
-  return *last_advisory_pass_ + options_.advisory_floor;
+std::optional<Loop::Clock::time_point> Loop::FloorLocked() const {
+  const uint32_t floored = Bit(Trigger::kAdvisory) | Bit(Trigger::kForced);
+  if (pending_ == 0 || (pending_ & ~floored) != 0) return std::nullopt;
+  // Each pending kind may run at its floor (at once without an earlier pass of its kind).
+  std::optional<Clock::time_point> due;
+  auto earliest = [&](Trigger kind, const std::optional<Clock::time_point>& last,
+                      std::chrono::milliseconds floor) REQUIRES(mutex_) {
+    if ((pending_ & Bit(kind)) == 0) return;
+    const Clock::time_point at = last ? *last + floor : Clock::time_point::min();
+    due = due ? std::min(*due, at) : at;
+  };
+  earliest(Trigger::kAdvisory, last_advisory_pass_, options_.advisory_floor);
+  earliest(Trigger::kForced, last_forced_pass_, options_.forced_floor);
+  return due;
 }
 
 bool Loop::WakeDueLocked(Clock::time_point now) const {
   if (pending_ == 0) return false;
-  const std::optional<Clock::time_point> floor = AdvisoryFloorLocked();
+  const std::optional<Clock::time_point> floor = FloorLocked();
   return !floor || now >= *floor;
 }
 
@@ -476,7 +528,7 @@ uint64_t Loop::advisories_ignored() const {
 
 Loop::Clock::time_point Loop::NextDueLocked() const {
   Clock::time_point due = next_periodic_;
-  if (auto floor = AdvisoryFloorLocked()) due = std::min(due, *floor);
+  if (auto floor = FloorLocked()) due = std::min(due, *floor);
   if (retry_at_) due = std::min(due, *retry_at_);
   if (hold_until_ && hold_expiry_pending_) due = std::min(due, *hold_until_);
   if (options_.lease_round.count() > 0) due = std::min(due, next_lease_round_);
@@ -510,6 +562,7 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
   }
   if (!trigger) trigger = Trigger::kForced;  // a trigger outside the list (kOnce): serve it
   // This pass serves every wake-up so far and every timer that is due.
+  if ((pending_ & Bit(Trigger::kForced)) != 0) last_forced_pass_ = now;
   pending_ = 0;
   if (retry_due) retry_at_.reset();
   if (periodic_due)
@@ -641,9 +694,6 @@ void Loop::Run(PassRunner& runner) {
           {{"in_ms", delay.count()}, {"consecutive_failures", consecutive_failures_}});
     }
     finished_ = pass_id;
-    for (const auto& waiter : waiters_) {
-      if (!waiter->report && waiter->min_pass_id <= pass_id) waiter->report = report;
-    }
     NoteUsersFileLocked(report);
     if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
     last_report_ = std::make_shared<const PassReport>(std::move(report));
@@ -653,6 +703,14 @@ void Loop::Run(PassRunner& runner) {
     }
     last_report_json_.reset();
     done_cv_.notify_all();
+    // Every request that was waiting when this pass started gets its report, outside the lock.
+    std::vector<PassDone> served = TakeServedLocked(pass_id, false);
+    if (!served.empty()) {
+      const std::shared_ptr<const PassReport> shared = last_report_;
+      lock.Unlock();
+      for (PassDone& done : served) done(shared);
+      lock.Lock();
+    }
   }
   if (options_.lease_round.count() > 0) {
     // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
@@ -664,6 +722,10 @@ void Loop::Run(PassRunner& runner) {
   }
   exited_ = true;
   done_cv_.notify_all();
+  std::vector<PassDone> refused = TakeServedLocked(0, true);
+  lock.Unlock();
+  for (PassDone& done : refused)
+    done(Status(Errc::kUnavailable, "the reconciler is shutting down"));
 }
 
 }  // namespace mesh::reconciler

@@ -25,7 +25,11 @@
 // the full passes), never serves RequestPass, and never moves the backoff.
 //
 // Forced passes. RequestPass blocks its caller until a pass that STARTED after the request
-// has finished, and returns that pass's report.
+// has finished, and returns that pass's report; RequestPassAsync is the same without blocking
+// (the HTTP server's POST /reconcile: a waiting request holds no thread). Every request that
+// arrives while a pass runs shares the next pass, and forced passes start at least
+// `forced_floor` apart (the first of a burst at once): a burst of any size within the floor
+// runs at most two passes, and every waiter gets the report of the pass that served it.
 //
 // Ownership: Loop does not own the PassRunner (it must outlive Stop) nor the Metrics.
 // Thread-safety: Wake, OnBusEvent, RequestPass, Hold, Release and the snapshot accessors may
@@ -36,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -117,9 +122,14 @@ struct LoopOptions {
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds stale_after{120000};
   std::chrono::milliseconds max_hold = kMaxHold;
-  // Concurrent RequestPass callers; more are refused. Below HttpServerOptions::threads (4), so
-  // that waiting POSTs never hold every HTTP thread.
-  size_t max_waiting_requests = 2;
+  // Forced requests waiting at once (RequestPass and RequestPassAsync); more are refused with
+  // kUnavailable. A waiter holds no thread; the daemon sets this below the HTTP listener's
+  // connection cap, so that waiting POSTs always leave room for probes.
+  size_t max_waiting_requests = 1024;
+  // The least time between the starts of two passes woken by forced requests alone (POST
+  // /reconcile, a release): requests that arrive meanwhile share the pass at the floor. The
+  // first forced pass after a quiet floor starts at once. Other triggers are not delayed.
+  std::chrono::milliseconds forced_floor{1000};
   uint64_t seed = 0;  // jitter seed; 0: from std::random_device
   // The least time between the starts of two advisory-woken passes (--advisory-floor): a storm
   // of advisories about owned objects costs at most one pass per floor. Other triggers are
@@ -165,6 +175,17 @@ class Loop {
   // Blocks until a pass that started after this call has finished (its report), or `timeout`
   // (kTimeout), or the loop stops (kUnavailable), or too many callers wait (kUnavailable).
   Result<PassReport> RequestPass(std::chrono::milliseconds timeout);
+  // RequestPass without blocking: `done` is called exactly once, never under the loop's lock:
+  // on the reconcile thread with the report of the first pass that started after this call
+  // (every waiter of a pass shares one report), at once on this thread when refused
+  // (kUnavailable: stopping, too many waiting), or with kUnavailable when the loop stops.
+  // Returns a ticket for CancelRequest (0 when `done` was already called). `done` must not
+  // block: it runs on the reconcile thread.
+  using PassDone = std::function<void(Result<std::shared_ptr<const PassReport>>)>;
+  uint64_t RequestPassAsync(PassDone done);
+  // Forgets a waiting request (its caller gave up): its `done` is then never called. False when
+  // it is no longer waiting (its `done` has been or is being called).
+  bool CancelRequest(uint64_t ticket);
   // Holds for `duration` from now (replacing any earlier hold); kInvalidArgument when not
   // positive or longer than max_hold.
   // `request` is logged and kept with the hold.
@@ -194,8 +215,9 @@ class Loop {
  private:
   using Clock = std::chrono::steady_clock;
   struct Waiter {
+    uint64_t ticket = 0;
     uint64_t min_pass_id = 0;
-    std::optional<PassReport> report;
+    PassDone done;
   };
 
   void Run(PassRunner& runner);
@@ -203,9 +225,14 @@ class Loop {
   // wake-up and due timer it serves.
   std::optional<Trigger> TakeDueLocked(Clock::time_point now) REQUIRES(mutex_);
   Clock::time_point NextDueLocked() const REQUIRES(mutex_);
-  // Whether a pending wake-up may be served now (an advisory alone waits for its floor).
+  // Whether a pending wake-up may be served now (advisories and forced requests alone wait for
+  // their floors).
   bool WakeDueLocked(Clock::time_point now) const REQUIRES(mutex_);
-  std::optional<Clock::time_point> AdvisoryFloorLocked() const REQUIRES(mutex_);
+  // When the pending wake-ups may be served, if they must wait for a floor: only advisories
+  // and forced requests pending, each after its floor; the earliest of them.
+  std::optional<Clock::time_point> FloorLocked() const REQUIRES(mutex_);
+  // Removes the waiters that pass `pass_id` serves (every one, with `all`).
+  std::vector<PassDone> TakeServedLocked(uint64_t pass_id, bool all) REQUIRES(mutex_);
   bool HeldLocked(Clock::time_point now) const REQUIRES(mutex_);
   std::chrono::milliseconds JitteredLocked(std::chrono::milliseconds base, double jitter)
       REQUIRES(mutex_);
@@ -253,6 +280,8 @@ class Loop {
       GUARDED_BY(mutex_);  // from the last pass that observed
   std::optional<Clock::time_point> last_advisory_pass_
       GUARDED_BY(mutex_);  // start of the last advisory-woken pass
+  std::optional<Clock::time_point> last_forced_pass_
+      GUARDED_BY(mutex_);  // start of the last pass that served a forced wake-up
   std::set<StreamName> named_
       GUARDED_BY(mutex_);                    // streams advisories asked to repair, not yet served
   uint64_t repairs_ GUARDED_BY(mutex_) = 0;  // kRepair passes run
@@ -268,7 +297,8 @@ class Loop {
   std::string users_file_failing_ GUARDED_BY(mutex_);
   // ReportToJson(*last_report_) once someone asked for it; reset by every finished pass.
   mutable std::shared_ptr<const std::string> last_report_json_ GUARDED_BY(mutex_);
-  std::vector<std::shared_ptr<Waiter>> waiters_ GUARDED_BY(mutex_);
+  std::vector<Waiter> waiters_ GUARDED_BY(mutex_);
+  uint64_t next_ticket_ GUARDED_BY(mutex_) = 0;
   std::mt19937_64 rng_ GUARDED_BY(mutex_);
   std::thread thread_;  // Start and Stop only (the owner's thread)
 };

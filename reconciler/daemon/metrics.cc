@@ -166,7 +166,20 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
                            .Name("mesh_reconciler_reload_signals_refused_total")
                            .Help("Users-file reloads not signalled: the pid file named no running "
                                  "nats-server (stale) or another program (foreign)")
-                           .Register(*registry_)) {
+                           .Register(*registry_)),
+      contests_(prometheus::BuildCounter()
+                    .Name("mesh_reconciler_contests_total")
+                    .Help("Objects found changed back by another writer after this reconciler "
+                          "updated them; each backs the object's updates off")
+                    .Register(*registry_)),
+      contested_objects_(prometheus::BuildGauge()
+                             .Name("mesh_reconciler_contested_objects")
+                             .Help("Objects in a contest with another writer after the last pass "
+                                   "(their updates backed off)")
+                             .Register(*registry_)
+                             .Add({})) {
+  contests_.Add({{"kind", ToString(ObjectKind::kStream)}});
+  contests_.Add({{"kind", ToString(ObjectKind::kConsumer)}});
   for (size_t k = 0; k < kKinds.size(); ++k) {
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
@@ -217,6 +230,12 @@ void Metrics::RecordRepair(const PassReport& report) {
 
 void Metrics::RecordOutcomes(const PassReport& report) {
   lane_open_failures_.Increment(static_cast<double>(report.lane_open_failures));
+  for (const ContestFound& contest : report.contests) {
+    contests_.Add({{"kind", ToString(contest.kind)}}).Increment();
+  }
+  if (report.contested_objects) {
+    contested_objects_.Set(static_cast<double>(*report.contested_objects));
+  }
   for (const ActionOutcome& outcome : report.outcomes) {
     const ActionKind kind = outcome.action.kind;
     repairs_

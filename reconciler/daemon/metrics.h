@@ -31,6 +31,11 @@
 //                                                    counter; reason stale|foreign: reloads not
 //                                                    signalled because the pid file's PID was not
 //                                                    a running nats-server (apply.h, SignalReload)
+//   mesh_reconciler_contests_total{kind}             counter: objects found changed back by
+//                                                    another writer after our update (kind
+//                                                    stream|consumer; reconciler/plan/contest.h)
+//   mesh_reconciler_contested_objects                gauge: objects in a contest (their updates
+//                                                    backed off) after the last pass
 //   process_*                                        the standard process metrics
 //                                                    (reconciler/daemon/process_metrics.h), read at
 //                                                    scrape
@@ -186,6 +191,8 @@ class Metrics {
   Twin<prometheus::Gauge> credentials_pending_;
   prometheus::Counter& lane_open_failures_;
   prometheus::Family<prometheus::Counter>& reload_refusals_;
+  prometheus::Family<prometheus::Counter>& contests_;
+  prometheus::Gauge& contested_objects_;
   // [ObjectKind][DriftState], created at construction so all 15 series are always present.
   std::array<std::array<Twin<prometheus::Gauge>, kDriftStates>, 3> drift_cells_{};
   Mutex certificate_mutex_;

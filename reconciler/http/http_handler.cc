@@ -306,19 +306,23 @@ HttpReply Dispatch(const HttpState& state, std::string_view path, std::string_vi
 
 }  // namespace
 
-HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
+namespace {
+
+// What every request goes through before its endpoint: the target, the route, the method and
+// the token. A reply here ends the request; otherwise `path` and `query` are set.
+std::optional<HttpReply> Gate(const HttpState& state, const HttpRequest& request,
+                              std::string_view* path, std::string_view* query) {
   if (request.target.empty() || request.target.front() != '/') {
     return Text(400, "bad request target");
   }
   const std::string_view target = request.target;
   const size_t question = target.find('?');
-  const std::string_view path = target.substr(0, question);
-  const std::string_view query =
-      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  *path = target.substr(0, question);
+  *query = question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
 
   const Route* route = nullptr;
   for (const Route& candidate : kRoutes) {
-    if (path == candidate.path) route = &candidate;
+    if (*path == candidate.path) route = &candidate;
   }
   if (route == nullptr) return Text(404, "not found");
   if (request.method != route->method) {
@@ -339,7 +343,41 @@ HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
     const std::string_view token = BearerToken(request.authorization);
     if (token.empty() || !TokenMatches(token, *expected)) return Unauthorized();
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
+  std::string_view path;
+  std::string_view query;
+  if (std::optional<HttpReply> refused = Gate(state, request, &path, &query)) return *refused;
   return Dispatch(state, path, query, request.peer);
+}
+
+uint64_t HandleRequestAsync(const HttpState& state, const HttpRequest& request,
+                            const std::function<void(HttpReply)>& reply) {
+  std::string_view path;
+  std::string_view query;
+  if (std::optional<HttpReply> refused = Gate(state, request, &path, &query)) {
+    reply(std::move(*refused));
+    return 0;
+  }
+  if (path != "/reconcile" || !query.empty()) {
+    reply(Dispatch(state, path, query, request.peer));
+    return 0;
+  }
+  return state.ForcePassAsync([reply](Result<std::shared_ptr<const std::string>> report) {
+    if (!report.ok()) {
+      reply(JsonError(StatusForError(report.status()), report.status().message()));
+    } else {
+      reply(Json(200, **report));
+    }
+  });
+}
+
+HttpReply ForcePassTimedOut(std::chrono::milliseconds waited) {
+  return JsonError(504, "no pass finished within " + std::to_string(waited.count() / 1000) + " s");
 }
 
 std::string HoldReasonProblem(std::string_view reason) {

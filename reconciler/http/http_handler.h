@@ -9,7 +9,9 @@
 //   GET  /drift       the last pass's report as JSON (503 before the first pass), with the hold
 //                     now in force first: "hold":{"held":B[,"until","until_unix_ms","reason","by"]}
 //   POST /reconcile   runs a pass that starts after the request; 200 + its report (JSON);
-//                     504 when none finished in time, 503 when busy or shutting down
+//                     504 when none finished in time, 503 when too many wait or shutting down.
+//                     Requests that arrive while a pass runs share the next pass (and its
+//                     report); a waiting request holds no server thread (HandleRequestAsync)
 //   POST /hold?for=D[&reason=R]
 //                     observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
 //                     {"schema":"mesh-reconciler/hold/v1","held":true,"until":"<RFC 3339>",
@@ -35,6 +37,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +92,22 @@ class HttpState {
   virtual bool TokenFileConfigured() const { return false; }
   // Blocks until a pass that started after the call has finished: that pass's report as JSON.
   virtual Result<std::string> ForcePass() const = 0;
+  // ForcePass without blocking: `done` is called exactly once, from whatever thread finishes
+  // the pass (or at once, on this thread), and must not block. Every waiter of one pass may
+  // share the one JSON. Returns a ticket for CancelForcePass (0: `done` was already called).
+  // The default calls ForcePass (blocking) for states that have no asynchronous form.
+  using ForcePassDone = std::function<void(Result<std::shared_ptr<const std::string>>)>;
+  virtual uint64_t ForcePassAsync(ForcePassDone done) const {
+    Result<std::string> report = ForcePass();
+    if (!report.ok()) {
+      done(report.status());
+    } else {
+      done(std::make_shared<const std::string>(std::move(*report)));
+    }
+    return 0;
+  }
+  // Forgets a request whose client gave up (timeout); its `done` is then never called.
+  virtual void CancelForcePass(uint64_t /*ticket*/) const {}
   virtual Result<HoldState> Hold(std::chrono::milliseconds duration,
                                  const HoldRequest& request) const = 0;
   virtual bool Release(const HoldRequest& request) const = 0;  // whether a hold was in force
@@ -95,5 +115,14 @@ class HttpState {
 };
 
 HttpReply HandleRequest(const HttpState& state, const HttpRequest& request);
+
+// HandleRequest without blocking (what the server calls): every request but an accepted
+// POST /reconcile is answered through `reply` before this returns; that one is answered from
+// the thread that finishes its pass (HttpState::ForcePassAsync), and the ticket returned
+// (non-zero) cancels it (HttpState::CancelForcePass) when the caller stops waiting.
+uint64_t HandleRequestAsync(const HttpState& state, const HttpRequest& request,
+                            const std::function<void(HttpReply)>& reply);
+// The answer to a POST /reconcile that no pass served within `waited` (504).
+HttpReply ForcePassTimedOut(std::chrono::milliseconds waited);
 
 }  // namespace mesh::reconciler

@@ -16,11 +16,13 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/thread_safety.h"
@@ -177,11 +179,42 @@ void Admissions::Leave(std::optional<Slot>* slot) {
   if (*slot) EraseLocked(**slot);
 }
 
+// Connections whose request waits for a forced pass (POST /reconcile): no asynchronous
+// operation of theirs is pending, so this keeps them alive until they are answered, and the
+// server's Stop drops them (with the io_context still alive) when they never are.
+class Waiting {
+ public:
+  void Add(const std::shared_ptr<Connection>& connection) {
+    MutexLock lock(mutex_);
+    connections_.insert(connection);
+  }
+  // Returns the entry, released by the caller outside the mutex.
+  std::shared_ptr<Connection> Remove(Connection* connection) {
+    MutexLock lock(mutex_);
+    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+      if (it->get() != connection) continue;
+      std::shared_ptr<Connection> kept = *it;
+      connections_.erase(it);
+      return kept;
+    }
+    return nullptr;
+  }
+  std::set<std::shared_ptr<Connection>> TakeAll() {
+    MutexLock lock(mutex_);
+    return std::exchange(connections_, {});
+  }
+
+ private:
+  Mutex mutex_;
+  std::set<std::shared_ptr<Connection>> connections_ GUARDED_BY(mutex_);
+};
+
 struct Shared {
   Shared(const HttpState& s, HttpServerOptions o) : state(s), options(o), admissions(options) {}
   const HttpState& state;
   const HttpServerOptions options;
   Admissions admissions;
+  Waiting waiting;
 };
 
 // OpenSSL refused the handshake because the client spoke plain HTTP.
@@ -295,15 +328,51 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     const auto& message = parser_->get();
     const HttpRequest request = ToHttpRequest(message, peer_);
-    HttpReply reply;
+    const unsigned version = message.version();
+    const Persist persist = message.keep_alive() ? Persist::kKeepAlive : Persist::kClose;
+    // The reply comes back through the strand, from this thread at once or, for a forced pass,
+    // from the reconcile thread later; meanwhile the connection is busy and holds no thread.
+    waiting_ = true;
+    shared_->waiting.Add(this->shared_from_this());
+    std::weak_ptr<Session> weak = this->shared_from_this();
+    auto answer = [weak, version, persist](HttpReply reply) {
+      if (std::shared_ptr<Session> self = weak.lock()) {
+        net::post(self->Tcp().get_executor(), [self, reply = std::move(reply), version, persist] {
+          self->Answer(reply, version, persist);
+        });
+      }
+    };
     try {
-      reply = HandleRequest(shared_->state, request);
+      ticket_ = HandleRequestAsync(shared_->state, request, answer);
     } catch (const std::exception& e) {
       // A bug: answer 500 rather than let the exception take the I/O thread (and the process).
       Log(LogLevel::kError, 0, "HTTP handler threw (a bug)", {{"error", e.what()}});
-      reply = HttpReply{500, "text/plain; charset=utf-8", "internal error\n", {}};
+      ticket_ = 0;
+      answer(HttpReply{500, "text/plain; charset=utf-8", "internal error\n", {}});
     }
-    Write(reply, message.version(), message.keep_alive() ? Persist::kKeepAlive : Persist::kClose);
+    if (ticket_ != 0) {
+      // Waiting for a pass: answered 504 after forced_pass_timeout unless the pass comes first.
+      wait_timer_.emplace(Tcp().get_executor());
+      wait_timer_->expires_after(shared_->options.forced_pass_timeout);
+      wait_timer_->async_wait(
+          [self = this->shared_from_this(), version, persist](beast::error_code ec) {
+            if (ec || !self->waiting_) return;
+            self->shared_->state.CancelForcePass(self->ticket_);
+            self->Answer(ForcePassTimedOut(self->shared_->options.forced_pass_timeout), version,
+                         persist);
+          });
+    }
+  }
+
+  // On the strand: the first answer to the request in flight is written; a later one (the pass
+  // after the timeout's 504) is dropped.
+  void Answer(const HttpReply& reply, unsigned version, Persist persist) {
+    if (!waiting_) return;
+    waiting_ = false;
+    ticket_ = 0;
+    if (wait_timer_) wait_timer_->cancel();
+    std::shared_ptr<Connection> kept = shared_->waiting.Remove(this);
+    Write(reply, version, persist);
   }
 
   void BuildResponse(const HttpReply& reply, unsigned version, Persist persist) {
@@ -374,6 +443,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::optional<http::response<http::string_body>> response_;
   std::array<char, 4096> drain_{};
   size_t drained_ = 0;
+  // The request in flight (on the strand): not yet answered; its forced-pass ticket, if any.
+  bool waiting_ = false;
+  uint64_t ticket_ = 0;
+  std::optional<net::steady_timer> wait_timer_;
 };
 
 }  // namespace
@@ -499,6 +572,9 @@ void HttpServer::Stop() {
   impl_->ioc.stop();
   for (auto& thread : impl_->threads) thread.join();
   impl_->threads.clear();
+  // Requests still waiting for a pass are dropped with their connections, while the io_context
+  // they belong to still exists; a pass that finishes later finds them gone.
+  impl_->shared->waiting.TakeAll();
 }
 
 int HttpServer::port() const {

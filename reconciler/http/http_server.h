@@ -22,9 +22,11 @@
 // many addresses, as long as the probe's address holds fewer connections than the flood's. The
 // header must arrive within `header_timeout`.
 //
-// Threads: `threads` I/O threads run every connection (each on its own strand). A handler that
-// blocks (POST /reconcile waits for a pass) holds one of them, so `threads` must exceed the
-// loop's max_waiting_requests for the other endpoints to stay served.
+// Threads: `threads` I/O threads run every connection (each on its own strand). No handler
+// blocks: POST /reconcile waits for its pass without a thread (HandleRequestAsync), answered
+// when the pass finishes or 504 after `forced_pass_timeout`; its connection is busy meanwhile
+// (never evicted), so the daemon bounds such waiters below `max_connections` (the loop's
+// max_waiting_requests) to leave room for probes.
 //
 // Ownership: HttpServer owns its io_context, acceptor and threads; it does not own the
 // HttpState, which must outlive Stop. Thread-safety: Start/Stop from one thread.
@@ -64,6 +66,8 @@ struct HttpServerOptions {
   // the whole cap with busy connections.
   size_t max_connections_per_client = 64;
   int threads = 4;
+  // How long POST /reconcile waits for its pass before the 504.
+  std::chrono::milliseconds forced_pass_timeout{60000};
   // Null: plain HTTP. Otherwise HTTPS with these (reloadable) credentials, shared with the
   // daemon; the server calls Current() once per accepted connection.
   std::shared_ptr<ListenerTls> tls;

@@ -299,6 +299,11 @@ struct Reconciler::Impl {
   // file first, then (on the connection ConnectWithRotatedPassword opened, when it did) the rest.
   std::vector<ActionOutcome> ApplyRotating(uint64_t pass_id, const PlanResult& plan,
                                            std::vector<Action> allowed, ApplyTargets targets);
+  // Before applying `plan`: the contests found since our updates (logged once each, and kept in
+  // the report), and the updates of objects backed off left out of it.
+  void ReviewContests(PassReport& report, PlanResult& plan);
+  // After applying: the updates that succeeded, to be watched for a change back.
+  void NoteUpdates(PassReport& report, const PlanResult& plan);
 
   PassSettings settings;
   observers::EventSink events;
@@ -339,7 +344,49 @@ struct Reconciler::Impl {
   std::optional<BackgroundHashing> background;
   PassGate gate;  // held while a pass applies JetStream actions; the job's threads wait on it
   std::unique_ptr<HashJob> job;
+  Contests contests;  // per object, across passes (fight detection)
 };
+
+void Reconciler::Impl::ReviewContests(PassReport& report, PlanResult& plan) {
+  ContestReview review = contests.Review(&plan, Clock::now());
+  for (const ContestFound& c : review.found) {
+    std::string fields;
+    std::string ours;
+    std::string found;
+    for (const FieldDiff& f : c.fields) {
+      const char* comma = fields.empty() ? "" : ", ";
+      fields += comma + f.field;
+      ours += comma + f.wanted;
+      found += comma + f.found;
+    }
+    Log(LogLevel::kWarn, report.pass_id,
+        "contested: another writer changed back what this reconciler updated; not updating it "
+        "until the backoff ends",
+        {{"kind", ToString(c.kind)},
+         {"object", c.name},
+         {"fields", fields},
+         {"ours", ours},
+         {"found", found},
+         {"round", c.round},
+         {"backoff_ms", c.backoff.count()}});
+  }
+  if (review.skipped > 0) {
+    Log(LogLevel::kDebug, report.pass_id, "contested objects not updated (backed off)",
+        {{"skipped", review.skipped}});
+  }
+  report.contests.insert(report.contests.end(), std::make_move_iterator(review.found.begin()),
+                         std::make_move_iterator(review.found.end()));
+  report.contested_objects = static_cast<int64_t>(contests.contested());
+}
+
+void Reconciler::Impl::NoteUpdates(PassReport& report, const PlanResult& plan) {
+  std::vector<Action> done;
+  for (const ActionOutcome& o : report.outcomes) {
+    if (o.outcome == Outcome::kDone) done.push_back(o.action);
+  }
+  contests.NoteApplied(plan, done, Clock::now());
+  report.contested_objects = static_cast<int64_t>(contests.contested());
+}
 
 bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
   Result<model::ParseOutcome> loaded = LoadRecords(settings.records_path, settings.bus.user);
@@ -907,6 +954,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     report.plan = Plan(desired, rendered, *observed, options);
   }
   RememberStreams(*observed);
+  if (mode == ApplyMode::kApply) ReviewContests(report, report.plan);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
 
@@ -926,6 +974,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
                           ? Apply(std::move(allowed), targets)
                           : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
     holding.reset();
+    NoteUpdates(report, report.plan);
     const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
     Result<observers::ObservedState> after =
         Observe(pass_id, ReadinessGate::kNotRequired, nullptr, &known);
@@ -935,6 +984,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     } else {
       RememberStreams(*after);
       PlanResult again = Plan(desired, rendered, *after, options);
+      contests.Annotate(&again.drift, Clock::now());
       report.remaining = std::move(again.drift);
       report.remaining_problems = std::move(again.problems);
     }
@@ -1179,6 +1229,10 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     plan = PlanStreams(desired, *observed, named, options);
   }
   report.repaired_first.assign(named.begin(), named.end());
+  // An advisory names a stream another writer updated: when it is contested, its repair waits
+  // for the backoff like any other pass's, so the two writers' advisories stop waking each
+  // other's updates.
+  ReviewContests(report, plan);
   std::vector<Action> actions = plan.actions;
   if (!actions.empty()) {
     ApplyTargets targets;
@@ -1186,6 +1240,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
     const PassGateHold holding(gate);  // only streams and consumers here
     report.outcomes = Apply(std::move(actions), targets);
+    NoteUpdates(report, plan);
   }
   std::string names;
   for (const StreamName& n : named) names += (names.empty() ? "" : ",") + n.str();
@@ -1202,6 +1257,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     if (!report.outcomes.empty()) {
       if (Result<observers::ObservedState> after = ObserveNamed(named); after.ok()) {
         PlanResult again = PlanStreams(desired, *after, named, options);
+        contests.Annotate(&again.drift, Clock::now());
         report.remaining = std::move(again.drift);
         report.remaining_problems = std::move(again.problems);
       }

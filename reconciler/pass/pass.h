@@ -25,6 +25,7 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/plan/advisory_filter.h"
+#include "reconciler/plan/contest.h"
 #include "reconciler/plan/lease.h"
 #include "reconciler/plan/plan.h"
 
@@ -93,6 +94,12 @@ struct PassReport {
   // is repaired all the same; the pass is not converged (a remaining problem says so).
   int64_t credentials_pending = 0;
   UsersFileCheck users_file_check = UsersFileCheck::kNone;
+  // Objects found changed back by another writer since our update (reconciler/plan/contest.h),
+  // each logged once; and how many objects are in a contest after this pass (backed off: their
+  // updates are skipped, their drift entries say so; nullopt when the pass did not review them:
+  // observing only, or stopped first). Not in the JSON report (the drift entries' notes are).
+  std::vector<ContestFound> contests;
+  std::optional<int64_t> contested_objects;
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
   // its lease round.
   LeaseState lease;

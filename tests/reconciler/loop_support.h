@@ -96,13 +96,14 @@ class ScriptedRunner : public PassRunner {
   std::atomic<bool> bus_connected_{true};
 };
 
-// Options for fast tests: no periodic pass unless asked, short backoff.
+// Options for fast tests: no periodic pass unless asked, short backoff, no forced floor.
 inline LoopOptions QuietOptions() {
   LoopOptions options;
   options.interval = std::chrono::hours(1);
   options.backoff_initial = std::chrono::milliseconds(20);
   options.backoff_cap = std::chrono::milliseconds(200);
   options.heartbeat = std::chrono::milliseconds(50);
+  options.forced_floor = std::chrono::milliseconds(0);  // the floor's own tests set it
   options.seed = 42;
   return options;
 }

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -223,6 +225,137 @@ TEST_CASE("Concurrent forced requests share one pass, too many are refused", "[l
   REQUIRE(rb.ok());
   CHECK(ra->pass_id == 2);
   CHECK(rb->pass_id == 2);
+}
+
+// Issue 38 item 6: 1,000 POST /reconcile in a second ran 193 passes and refused 807 with 503
+// (two waiters at most, each holding an HTTP thread).
+TEST_CASE("A burst of a thousand forced requests runs at most two passes and answers every one",
+          "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.forced_floor = std::chrono::seconds(2);  // longer than the burst, even on a loaded CI
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+
+  struct Answers {
+    std::mutex mutex;
+    std::vector<Result<std::shared_ptr<const PassReport>>> results;
+  } answers;
+  auto request = [&] {
+    loop.RequestPassAsync([&](Result<std::shared_ptr<const PassReport>> r) {
+      std::lock_guard<std::mutex> lock(answers.mutex);
+      answers.results.push_back(std::move(r));
+    });
+  };
+  auto answered = [&] {
+    std::lock_guard<std::mutex> lock(answers.mutex);
+    return answers.results.size();
+  };
+  // The first request starts pass 2 at once; it is held open while the first half of the burst
+  // arrives, so that these share the pass after it. The second half arrives after pass 2 ended,
+  // within the floor: they share that same next pass.
+  runner.Close();
+  request();
+  REQUIRE(runner.WaitInPass(2));
+  std::vector<std::thread> senders;
+  for (int t = 0; t < 4; ++t) {
+    senders.emplace_back([&] {
+      for (int i = 0; i < 125; ++i) request();
+    });
+  }
+  for (auto& sender : senders) sender.join();
+  senders.clear();
+  CHECK(loop.waiting_requests() == 501);  // the first one too, until pass 2 ends
+  runner.Open();
+  REQUIRE(WaitFor([&] { return answered() == 1; }));
+  for (int t = 0; t < 4; ++t) {
+    senders.emplace_back([&] {
+      for (int i = 0; i < 125; ++i) request();
+    });
+  }
+  for (auto& sender : senders) sender.join();
+  REQUIRE(answered() == 1);  // pass 3 waits for the floor
+  REQUIRE(WaitFor([&] { return answered() == 1001; }, std::chrono::seconds(10)));
+
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 3);  // the start, then two forced passes
+  CHECK(calls[1].trigger == Trigger::kForced);
+  CHECK(calls[2].trigger == Trigger::kForced);
+  CHECK(calls[2].started - calls[1].started >= std::chrono::milliseconds(1900));
+  std::lock_guard<std::mutex> lock(answers.mutex);
+  CHECK(answers.results.front().ok());
+  CHECK((*answers.results.front())->pass_id == 2);
+  std::set<const PassReport*> shared;
+  for (size_t i = 1; i < answers.results.size(); ++i) {
+    REQUIRE(answers.results[i].ok());
+    CHECK((*answers.results[i])->pass_id == 3);
+    shared.insert(answers.results[i]->get());
+  }
+  CHECK(shared.size() == 1);  // one report for all its waiters
+  CHECK(loop.waiting_requests() == 0);
+}
+
+TEST_CASE("A forced request after a quiet floor runs at once, other triggers ignore the floor",
+          "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.forced_floor = std::chrono::milliseconds(300);
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  const auto first = std::chrono::steady_clock::now();
+  Forced(loop);
+  CHECK(std::chrono::steady_clock::now() - first < std::chrono::milliseconds(250));
+  // Within the floor: the next forced pass waits for it ...
+  const auto second = std::chrono::steady_clock::now();
+  Forced(loop);
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[2].started - calls[1].started >= std::chrono::milliseconds(290));
+  CHECK(std::chrono::steady_clock::now() - second >= std::chrono::milliseconds(100));
+  // ... but a records change does not, and serves the forced request waiting with it.
+  auto forced =
+      std::async(std::launch::async, [&] { return loop.RequestPass(std::chrono::seconds(10)); });
+  REQUIRE(WaitFor([&] { return loop.waiting_requests() == 1; }));
+  const auto woken = std::chrono::steady_clock::now();
+  loop.Wake(Trigger::kRecordsChanged);
+  Result<PassReport> report = forced.get();
+  CHECK(std::chrono::steady_clock::now() - woken < std::chrono::milliseconds(250));
+  REQUIRE(report.ok());
+  CHECK(report->trigger == Trigger::kForced);  // the first of the pending wake-ups
+  CHECK(runner.calls().size() == 4);
+}
+
+TEST_CASE("Waiting forced requests are refused when the loop stops, cancelled ones never called",
+          "[loop]") {
+  ScriptedRunner runner;
+  Loop loop(QuietOptions(), nullptr);
+  runner.Close();
+  loop.Start(runner);
+  REQUIRE(runner.WaitInPass(1));
+  std::atomic<int> refused{0};
+  std::atomic<int> called_cancelled{0};
+  loop.RequestPassAsync([&](Result<std::shared_ptr<const PassReport>> r) {
+    if (!r.ok() && r.status().code() == Errc::kUnavailable) ++refused;
+  });
+  const uint64_t cancelled =
+      loop.RequestPassAsync([&](Result<std::shared_ptr<const PassReport>>) { ++called_cancelled; });
+  REQUIRE(cancelled != 0);
+  CHECK(loop.CancelRequest(cancelled));
+  CHECK_FALSE(loop.CancelRequest(cancelled));
+  CHECK(loop.waiting_requests() == 1);
+  // Stop lets pass 1 finish; the request waiting for pass 2 is refused, not left hanging.
+  CHECK_FALSE(loop.Stop(milliseconds(10)));  // stopping, pass 1 still running
+  runner.Open();
+  REQUIRE(loop.Stop(std::chrono::seconds(10)));
+  CHECK(refused == 1);
+  CHECK(called_cancelled == 0);
+  // After the stop, a request is refused at once.
+  int after = 0;
+  CHECK(loop.RequestPassAsync(
+            [&](Result<std::shared_ptr<const PassReport>> r) { after = r.ok() ? 1 : 2; }) == 0);
+  CHECK(after == 2);
 }
 
 TEST_CASE("A forced request times out when no pass finishes", "[loop]") {

@@ -281,6 +281,33 @@ TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
                      "mesh_reconciler_bus_certificate_expiry_timestamp_seconds 1893456000"});
 }
 
+TEST_CASE("Contests are counted by kind, and the contested objects follow the passes that review",
+          "[metrics]") {
+  Metrics metrics("test", "abc123");
+  PassReport pass;
+  pass.records_valid = true;
+  pass.contests.push_back(
+      {ObjectKind::kStream, "EVENTS", {{"max_age", "7d", "1d"}}, 1, std::chrono::seconds(10)});
+  pass.contested_objects = 1;
+  metrics.RecordPass(pass, 1);
+  std::string text = metrics.Serialize();
+  CHECK(MetricValue(text, "mesh_reconciler_contests_total{kind=\"stream\"}") == 1);
+  CHECK(MetricValue(text, "mesh_reconciler_contests_total{kind=\"consumer\"}") == 0);
+  CHECK(MetricValue(text, "mesh_reconciler_contested_objects") == 1);
+  // A pass that did not review (observing only) leaves the gauge as it was.
+  PassReport held;
+  held.records_valid = true;
+  metrics.RecordPass(held, 2);
+  CHECK(MetricValue(metrics.Serialize(), "mesh_reconciler_contested_objects") == 1);
+  PassReport ended;
+  ended.records_valid = true;
+  ended.contested_objects = 0;
+  metrics.RecordRepair(ended);
+  text = metrics.Serialize();
+  CHECK(MetricValue(text, "mesh_reconciler_contested_objects") == 0);
+  CHECK(MetricValue(text, "mesh_reconciler_contests_total{kind=\"stream\"}") == 1);
+}
+
 TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
   // The 0.1.0 names (deprecated until 0.2.0) are in kRenamedMetrics and only there.
   std::set<std::string> deprecated;
@@ -298,7 +325,7 @@ TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
     CHECK(name.rfind("mesh_reconciler_", 0) == 0);
     ++families;
   }
-  CHECK(families == 17);
+  CHECK(families == 19);
 }
 
 TEST_CASE("Until 0.2.0 every 0.1.0 name exports exactly the samples of its new name", "[metrics]") {

@@ -153,5 +153,23 @@ TEST_CASE("an unknown users scope is refused, naming the choices", "[settings]")
         "MESH_RECONCILER_USERS_SCOPE: --users-scope: server or account");
 }
 
+TEST_CASE("the listener's connection cap is a whole number from 128 to 16384", "[settings]") {
+  auto none = ParseSettings({}, FakeEnv({}));
+  REQUIRE(none.ok());
+  CHECK(none->http_connections == 256);
+  auto flag = ParseSettings({"--http-connections", "1200"}, FakeEnv({}));
+  REQUIRE(flag.ok());
+  CHECK(flag->http_connections == 1200);
+  auto env = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_HTTP_CONNECTIONS", "4096"}}));
+  REQUIRE(env.ok());
+  CHECK(env->http_connections == 4096);
+  for (const char* bad : {"127", "16385", "-1", "1e3", "", "12x"}) {
+    INFO(bad);
+    auto refused = ParseSettings({"--http-connections", bad}, FakeEnv({}));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("--http-connections") != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace mesh::reconciler

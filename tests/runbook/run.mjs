@@ -337,6 +337,32 @@ const sections = {
       'helm upgrade': { k8s: kHelm },
     },
   },
+  MeshObjectsContested: {
+    // A second writer, by hand: EVENTS' max_age set to one day, and set again right after the
+    // daemon set it back.
+    setup() {
+      const setMaxAge = () => {
+        const shown = JSON.parse(rx('show-stream', 'EVENTS', '--json').out);
+        const config = { ...shown.info.config, max_age: 86400 * 1e9 };
+        const updated = api('$JS.API.STREAM.UPDATE.EVENTS', JSON.stringify(config));
+        check(updated.code === 0 && !/"error"/.test(updated.out), `cannot update EVENTS: ${updated.out}`);
+      };
+      let skip = logLines().length;
+      setMaxAge();
+      waitFor('the daemon to set EVENTS back', 20, () =>
+        loggedSince(skip, /msg=action action=update_stream name=EVENTS outcome=done/));
+      skip = logLines().length;
+      setMaxAge();
+      waitFor('the contest in the log', 20, () => loggedSince(skip, /msg="contested: /));
+    },
+    commands: {
+      'kubectl -n $NS logs $POD -c mesh-reconciler --since=30m | grep contested': {
+        code: 0, out: [/kind=stream object=EVENTS fields=max_age ours=\S+ found=\S+ round=1 backoff_ms=10000/] },
+      "curl -s localhost:9464/drift | grep -o 'contested: [^\"]*'": {
+        code: 0, out: [/contested: another writer changes it back; not updated for \d+ s/] },
+    },
+    after: waitConverged,  // the backoff over, a forced pass sets EVENTS back
+  },
 };
 
 // DECL recreated by someone in memory storage, which the server cannot change in place:
