@@ -9,20 +9,22 @@
 #             build of the command, where an optimisation-only warning shows) on a debian:12
 #             base made from Debian's archive (tests/containers/base.sh, cached in .cache/), and
 #             the stand-in nats image; then the images are checked (tests/containers/image_test.sh);
-#   3. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   4. tsan:  the whole CTest suite again under ThreadSanitizer;
-#   5. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
+#   3. pods:  the chart's pods under `podman kube play` (tests/containers/pod_test.sh);
+#   4. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   5. tsan:  the whole CTest suite again under ThreadSanitizer;
+#   6. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
 #             (model/thread_safety.h), then each libFuzzer target for a bounded time, starting
 #             from tests/fuzz/corpus.
 # Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main" runs a subset (the
-# default is "main image asan tsan fuzz"). Without "image", "main" builds the binary in
-# Release (-Werror) itself.
+# default is "main image pods asan tsan fuzz"; "pods" needs the images of "image", built by an
+# earlier run at least). Without "image", "main" builds the binary in Release (-Werror)
+# itself.
 # MESH_FUZZ_SECONDS sets each fuzzer's time (default 60).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 jobs="${MESH_JOBS:-2}"
-stages="${MESH_TEST_STAGES:-main image asan tsan fuzz}"
+stages="${MESH_TEST_STAGES:-main image pods asan tsan fuzz}"
 fuzz_seconds="${MESH_FUZZ_SECONDS:-60}"
 
 stage() { echo; echo "======== $* ($(date -u +%H:%M:%S))"; }
@@ -30,7 +32,7 @@ has_stage() { [[ " $stages " == *" $1 "* ]]; }
 
 lists=(build test)
 # podman, runc, debootstrap... (scripts/packages-image.txt)
-if has_stage image; then lists+=(image); fi
+if has_stage image || has_stage pods; then lists+=(image); fi
 bash scripts/install-deps.sh "${lists[@]}"
 bash scripts/install-test-tools.sh
 export PATH="$root/.tools/bin:$PATH"
@@ -77,6 +79,11 @@ if has_stage image; then
   stage "image: the Dockerfile (Release, -Werror) and the stand-in nats image, with podman"
   MESH_IMAGE_BUILD_ARGS="--build-arg MESH_WERROR=ON" \
     bash tests/containers/image_test.sh "$nats_server_2_10"
+fi
+
+if has_stage pods; then
+  stage "pods: the chart's pods under podman kube play"
+  bash tests/containers/pod_test.sh
 fi
 
 if has_stage asan; then
