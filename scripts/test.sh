@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need, builds, and runs every test:
 #   1. main:  the whole suite (unit, integration against real nats-server / Prometheus,
-#             chart, alert rules, demo) on a RelWithDebInfo build with -Werror, against Debian
-#             12's nats-server 2.9.10; then the tests that run a server (CTest label "server")
-#             once more against Debian 13's 2.10.27 (scripts/fetch-nats-server.sh);
-#   2. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. tsan:  the whole CTest suite again under ThreadSanitizer;
-#   4. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
+#             chart, alert rules, demo) on a RelWithDebInfo build with -Werror (MESH_WERROR),
+#             against Debian 12's nats-server 2.9.10; then the tests that run a server (CTest
+#             label "server") once more against Debian 13's 2.10.27
+#             (scripts/fetch-nats-server.sh);
+#   2. image: the Dockerfile as shipped, built with podman (Release, -Werror: the one Release
+#             build of the command, where an optimisation-only warning shows) on a debian:12
+#             base made from Debian's archive (tests/containers/base.sh, cached in .cache/), and
+#             the stand-in nats image; then the images are checked (tests/containers/image_test.sh);
+#   3. pods:  the chart's pods under `podman kube play` (tests/containers/pod_test.sh);
+#   4. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   5. tsan:  the whole CTest suite again under ThreadSanitizer;
+#   6. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
 #             (model/thread_safety.h), then each libFuzzer target for a bounded time, starting
 #             from tests/fuzz/corpus.
 # Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main" runs a subset (the
-# default is "main asan tsan fuzz"). MESH_FUZZ_SECONDS sets each fuzzer's time
-# (default 60).
+# default is "main image pods asan tsan fuzz"; "pods" needs the images of "image", built by an
+# earlier run at least). Without "image", "main" builds the binary in Release (-Werror)
+# itself.
+# MESH_FUZZ_SECONDS sets each fuzzer's time (default 60).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 jobs="${MESH_JOBS:-2}"
-stages="${MESH_TEST_STAGES:-main asan tsan fuzz}"
+stages="${MESH_TEST_STAGES:-main image pods asan tsan fuzz}"
 fuzz_seconds="${MESH_FUZZ_SECONDS:-60}"
-
-bash scripts/install-deps.sh build test
-bash scripts/install-test-tools.sh
-export PATH="$root/.tools/bin:$PATH"
-# The second server of the matrix, fetched first so that a failing download fails at once.
-if [[ " $stages " == *" main "* ]]; then
-  nats_server_2_10="$(bash scripts/fetch-nats-server.sh)"
-fi
 
 stage() { echo; echo "======== $* ($(date -u +%H:%M:%S))"; }
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
+
+lists=(build test)
+# podman, runc, debootstrap... (scripts/packages-image.txt)
+if has_stage image || has_stage pods; then lists+=(image); fi
+bash scripts/install-deps.sh "${lists[@]}"
+bash scripts/install-test-tools.sh
+export PATH="$root/.tools/bin:$PATH"
+# The second server of the matrix (and of the stand-in nats image), fetched first so that a
+# failing download fails at once.
+if has_stage main || has_stage image; then
+  nats_server_2_10="$(bash scripts/fetch-nats-server.sh)"
+fi
 
 # Configures and builds the whole project in DIR with the extra CMake arguments, then runs the
 # whole CTest suite there. Sanitizer options reach the tests through the caller's environment.
@@ -39,7 +51,7 @@ build_and_test() {
   # -g1 (line tables: sanitizer and crash stacks still name file and line) instead of -g: a
   # quarter less compile time on the Beast-heavy files, and half the object size.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "$@" >/dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DMESH_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   stage "$name: tests"
   ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900
@@ -52,6 +64,26 @@ if has_stage main; then
   stage "main: the server tests again, against $("$nats_server_2_10" --version)"
   MESH_NATS_SERVER="$nats_server_2_10" \
     ctest --test-dir build -L server --output-on-failure -j"$jobs" --timeout 900
+  if ! has_stage image; then
+    # The command's one Release build (the image stage's Dockerfile build is it otherwise):
+    # some warnings (g++ 12's -Wrestrict, -Wmaybe-uninitialized...) only show when optimising
+    # for it. The binary alone: the tests already ran on the RelWithDebInfo build.
+    stage "main: Release build of the binary, -Werror"
+    cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DMESH_WERROR=ON \
+      -DMESH_BUILD_TESTS=OFF >/dev/null
+    cmake --build build-release -j"$jobs" --target mesh-reconciler
+  fi
+fi
+
+if has_stage image; then
+  stage "image: the Dockerfile (Release, -Werror) and the stand-in nats image, with podman"
+  MESH_IMAGE_BUILD_ARGS="--build-arg MESH_WERROR=ON" \
+    bash tests/containers/image_test.sh "$nats_server_2_10"
+fi
+
+if has_stage pods; then
+  stage "pods: the chart's pods under podman kube play"
+  bash tests/containers/pod_test.sh
 fi
 
 if has_stage asan; then

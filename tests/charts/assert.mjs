@@ -94,7 +94,10 @@ function checkPod(docs) {
   check(!out.mount.readOnly, 'render-users mounts the users folder read-only');
   // One place for the pass settings: the init container has exactly the sidecar's, so that it
   // renders the identity (lease permission, users scope) the daemon's first pass wants.
-  const settings = (c) => Object.fromEntries((c.env ?? []).filter((e) => e.name.startsWith('MESH_RECONCILER_'))
+  // The sidecar's MESH_RECONCILER_REMOTE and _TOKEN_FILE name its own daemon for on-call's
+  // commands: not pass settings.
+  const session = new Set(['MESH_RECONCILER_REMOTE', 'MESH_RECONCILER_TOKEN_FILE']);
+  const settings = (c) => Object.fromEntries((c.env ?? []).filter((e) => e.name.startsWith('MESH_RECONCILER_') && !session.has(e.name))
     .map((e) => [e.name, JSON.stringify(e.value ?? e.valueFrom)]));
   check(util.isDeepStrictEqual(settings(init), settings(sidecar)),
         `render-users and the sidecar have different MESH_RECONCILER_* settings: ${JSON.stringify(settings(init))} vs ${JSON.stringify(settings(sidecar))}`);
@@ -165,6 +168,13 @@ function checkPod(docs) {
     check(nats[probe]?.httpGet?.path?.startsWith('/healthz') && probePort(nats, nats[probe], probe) === natsHttp,
           `nats ${probe} is not on the monitoring port ${natsHttp}`);
   }
+
+  // On-call's commands in the sidecar (reconcile, hold, release) ask its own daemon, with the
+  // daemon's token, without flags (NOTES.txt).
+  check(envValue(sidecar, 'MESH_RECONCILER_REMOTE') === `http://127.0.0.1:${listen}`,
+        `sidecar MESH_RECONCILER_REMOTE is ${envValue(sidecar, 'MESH_RECONCILER_REMOTE')}, not its listener on 127.0.0.1:${listen}`);
+  check(envValue(sidecar, 'MESH_RECONCILER_TOKEN_FILE') === flagValue(sidecar.args, '--token-file'),
+        'sidecar MESH_RECONCILER_TOKEN_FILE is not the daemon\'s --token-file');
 
   // Credentials: files from Secrets; no env literal carries one.
   secretFile(docs, pod, sidecar, flagValue(sidecar.args, '--token-file'), '--token-file');

@@ -140,7 +140,10 @@ function natsConf(config, root) {
 }
 
 function env(c) {
-  return Object.fromEntries((c.env ?? []).filter((e) => e.name.startsWith('MESH_RECONCILER_')).map((e) => [e.name, e.value]));
+  // The sidecar's MESH_RECONCILER_REMOTE and _TOKEN_FILE name its own daemon for on-call's
+  // commands: not pass settings.
+  const session = ['MESH_RECONCILER_REMOTE', 'MESH_RECONCILER_TOKEN_FILE'];
+  return Object.fromEntries((c.env ?? []).filter((e) => e.name.startsWith('MESH_RECONCILER_') && !session.includes(e.name)).map((e) => [e.name, e.value]));
 }
 
 function mountOf(c, name) {

@@ -255,10 +255,16 @@ notes_name_the_oncall_commands() {
     line="$(notes_commands "$notes" | grep "^mesh-reconciler $sub\b")" ||
       { echo "NOTES.txt has no '$sub' command"; ok=1; continue; }
     echo "$line"
-    [[ "$sub" == plan ]] && continue
-    grep -qF -- "--remote http://127.0.0.1:9999 --token-file $token_file" <<<"$line" ||
-      { echo "'$sub' does not use the sidecar's port and token file ($token_file)"; ok=1; }
+    # As typed after kubectl exec: the sidecar's environment names its daemon and token
+    # (MESH_RECONCILER_REMOTE, _TOKEN_FILE; tests/charts/assert.mjs checks them).
+    if grep -qE -- '--(remote|token-file)' <<<"$line"; then
+      echo "'$sub' carries --remote/--token-file: the sidecar's environment has them"; ok=1
+    fi
   done
+  grep -qF -- "value: \"http://127.0.0.1:9999\"" "$out" ||
+    { echo "the sidecar's MESH_RECONCILER_REMOTE does not name port 9999"; ok=1; }
+  grep -qF -- "value: $token_file" "$out" ||
+    { echo "the sidecar's MESH_RECONCILER_TOKEN_FILE is not $token_file"; ok=1; }
   return $ok
 }
 
@@ -345,7 +351,7 @@ run_test "nats-server -t accepts nats.conf: extension points (nats.extraConfig)"
   -f tests/charts/extras-values.yaml
 run_test "nats-server -t accepts nats.conf: JetStream only, the operator's accounts" nats_config_valid jsonly -- \
   -f tests/charts/jetstream-only-values.yaml
-run_test "NOTES.txt names the on-call commands with the sidecar's port and token file" notes_name_the_oncall_commands
+run_test "NOTES.txt names the on-call commands, as typed in the sidecar (its env names its daemon)" notes_name_the_oncall_commands
 
 # --- runtime: the chart's own commands ---------------------------------------------------
 
