@@ -422,6 +422,20 @@ bool BusConnection::reconnecting() const {
   return natsConnection_Status(impl_->connection.get()) == NATS_CONN_STATUS_RECONNECTING;
 }
 
+uint64_t BusConnection::reconnects() const {
+  natsStatistics* raw = nullptr;
+  if (natsStatistics_Create(&raw) != NATS_OK) return 0;
+  const std::unique_ptr<natsStatistics, decltype(&natsStatistics_Destroy)> stats(
+      raw, &natsStatistics_Destroy);
+  uint64_t in_msgs = 0, in_bytes = 0, out_msgs = 0, out_bytes = 0, count = 0;
+  if (natsConnection_GetStats(impl_->connection.get(), stats.get()) != NATS_OK ||
+      natsStatistics_GetCounts(stats.get(), &in_msgs, &in_bytes, &out_msgs, &out_bytes, &count) !=
+          NATS_OK) {
+    return 0;
+  }
+  return count;
+}
+
 bool BusConnection::answering() const {
   return impl_->answering.load();
 }

@@ -86,6 +86,9 @@ class BusConnection {
   // Lost and being re-established by cnats (which then reports kReconnected): keep this
   // connection rather than replace it, or the reconnect that wakes a pass never comes.
   bool reconnecting() const;
+  // How many times cnats has reconnected this connection (to the same server after a blip, or
+  // to a server restarted, perhaps from a restored store): what was seen before may be gone.
+  uint64_t reconnects() const;
   std::string connected_url() const;  // without credentials
   // The server's id for this connection (its cid in /connz); nullopt when not connected.
   std::optional<uint64_t> client_id() const;

@@ -241,25 +241,26 @@ bool Loop::CancelRequest(uint64_t ticket) {
 Result<PassReport> Loop::RequestPass(std::chrono::milliseconds timeout) {
   // The asynchronous request, waited for here. The slot outlives a caller that gave up.
   struct Slot {
-    std::mutex mutex;
+    Mutex mutex;
     std::condition_variable cv;
-    std::optional<Result<std::shared_ptr<const PassReport>>> result;
+    std::optional<Result<std::shared_ptr<const PassReport>>> result GUARDED_BY(mutex);
   };
   auto slot = std::make_shared<Slot>();
   const uint64_t ticket = RequestPassAsync([slot](Result<std::shared_ptr<const PassReport>> r) {
-    std::lock_guard<std::mutex> lock(slot->mutex);
+    MutexLock lock(slot->mutex);
     slot->result = std::move(r);
     slot->cv.notify_all();
   });
-  std::unique_lock<std::mutex> lock(slot->mutex);
-  if (!slot->cv.wait_for(lock, timeout, [&] { return slot->result.has_value(); })) {
-    lock.unlock();
+  MutexLock lock(slot->mutex);
+  auto answered = [&]() REQUIRES(slot->mutex) { return slot->result.has_value(); };
+  if (!slot->cv.wait_for(lock.native(), timeout, answered)) {
+    lock.Unlock();
     if (CancelRequest(ticket)) {
       return Status(Errc::kTimeout,
                     "no pass finished within " + std::to_string(timeout.count() / 1000) + " s");
     }
-    lock.lock();  // being served right now: its answer follows at once
-    slot->cv.wait(lock, [&] { return slot->result.has_value(); });
+    lock.Lock();  // being served right now: its answer follows at once
+    slot->cv.wait(lock.native(), answered);
   }
   if (!slot->result->ok()) return slot->result->status();
   return **slot->result.value();

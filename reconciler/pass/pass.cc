@@ -345,9 +345,21 @@ struct Reconciler::Impl {
   PassGate gate;  // held while a pass applies JetStream actions; the job's threads wait on it
   std::unique_ptr<HashJob> job;
   Contests contests;  // per object, across passes (fight detection)
+  // The connection (and its reconnect count) the contests were seen on.
+  const observers::BusConnection* contests_bus = nullptr;
+  uint64_t contests_reconnects = 0;
 };
 
 void Reconciler::Impl::ReviewContests(PassReport& report, PlanResult& plan) {
+  // After a reconnect or a new connection the server may be another: restarted from a restored
+  // backup, or wiped. A value found changed back then is the restore's, not another writer's,
+  // and is repaired at once; what our updates were is forgotten.
+  const uint64_t reconnects = bus ? bus->reconnects() : 0;
+  if (bus.get() != contests_bus || reconnects != contests_reconnects) {
+    contests = Contests();
+    contests_bus = bus.get();
+    contests_reconnects = reconnects;
+  }
   ContestReview review = contests.Review(&plan, Clock::now());
   for (const ContestFound& c : review.found) {
     std::string fields;

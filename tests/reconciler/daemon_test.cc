@@ -77,6 +77,9 @@ class DaemonFixture {
       : mesh_(records_json, server_config), extra_(std::move(extra)) {
     token_path_ = mesh_.dir + "/admin.token";
     mesh::testing::WriteFile(token_path_, std::string(kAdminToken) + "\n");
+    // 0600, as a deployment keeps it (readable by others, the daemon and the CLI warn).
+    std::filesystem::permissions(
+        token_path_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     if (launch == Launch::kNow) StartDaemon();
   }
 
@@ -796,8 +799,9 @@ TEST_CASE("A forced reconcile during a running pass gets a pass that started aft
 
 // Issue 38 item 6: 1,000 POST /reconcile in one second ran 193 passes and refused 807 with 503;
 // each waiting POST held one of the 4 HTTP threads.
-TEST_CASE("A thousand concurrent forced reconciles share at most two passes, and probes are answered",
-          "[daemon][integration][server]") {
+TEST_CASE(
+    "A thousand concurrent forced reconciles share at most two passes, and probes are answered",
+    "[daemon][integration][server]") {
   constexpr int kRequests = 1000;
   constexpr int kAddresses = 20;  // 127.0.0.2 to 127.0.0.21, 50 each: under the 64 per address
   // 1,000 sockets here and as many in the daemon.

@@ -73,6 +73,9 @@ class Pods {
   explicit Pods(ClusterMesh& mesh) {
     token_path_ = mesh.dir() + "/admin.token";
     mesh::testing::WriteFile(token_path_, std::string(kAdminToken) + "\n");
+    // 0600, as a deployment keeps it (readable by others, the daemon and the CLI warn).
+    std::filesystem::permissions(
+        token_path_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     for (size_t i = 0; i < mesh.cluster().size(); ++i) {
       const mesh::testing::NatsServer& member = mesh.cluster().member(i);
       daemons_.push_back(DaemonProcess::Start(
