@@ -115,6 +115,12 @@ LogValue::LogValue(double value) : type_(Type::kNumber) {
   text_.assign(buf, ec == std::errc() ? end : buf);
 }
 
+int64_t UnixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string FormatRfc3339Millis(int64_t unix_ms) {
   return date::format(
       "%FT%TZ", date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(unix_ms)));

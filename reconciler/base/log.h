@@ -60,6 +60,8 @@ void Log(LogLevel level, uint64_t pass_id, std::string_view message,
 
 // Unix milliseconds -> "2026-11-29T10:55:30.123Z" (UTC, RFC 3339; pure).
 std::string FormatRfc3339Millis(int64_t unix_ms);
+// The wall clock's now, in Unix milliseconds (for people, and for the bus hold's `until`).
+int64_t UnixMillisNow();
 
 // The formatting alone (pure, for tests): `now` as RFC 3339.
 std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now, uint64_t pass_id,

@@ -69,10 +69,11 @@ class DaemonHttpState : public HttpState {
         });
   }
   void CancelForcePass(uint64_t ticket) const override { loop_.CancelRequest(ticket); }
-  Result<HoldState> Hold(std::chrono::milliseconds duration,
-                         const HoldRequest& request) const override {
-    return loop_.Hold(duration, request);
+  Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request,
+                         HoldScope scope) const override {
+    return loop_.Hold(duration, request, scope);
   }
+  HoldScope DefaultHoldScope() const override { return loop_.default_hold_scope(); }
   bool Release(const HoldRequest& request) const override { return loop_.Release(request); }
   HoldState hold_state() const override { return loop_.hold_state(); }
 

@@ -25,12 +25,6 @@ constexpr std::array kTriggerPriority = {
     Trigger::kPeriodic,
 };
 
-int64_t UnixMillisNow() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 double UnixSecondsNow() {
   return static_cast<double>(UnixMillisNow()) / 1000.0;
 }
@@ -289,13 +283,27 @@ std::string ReasonForLog(const std::string& reason) {
   return reason.empty() ? std::string("none given") : reason;
 }
 
+HoldState HeldState(int64_t until_unix_ms, const HoldRequest& request) {
+  HoldState state;
+  state.held = true;
+  state.until_unix_ms = until_unix_ms;
+  state.reason = request.reason;
+  state.by = request.by;
+  return state;
+}
+
 }  // namespace
 
-Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldRequest& request) {
+Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldRequest& request,
+                             HoldScope scope) {
   if (duration.count() <= 0 || duration > options_.max_hold) {
     return Status(Errc::kInvalidArgument, "a hold lasts more than 0 and at most " +
                                               std::to_string(options_.max_hold.count() / 3600000) +
                                               "h");
+  }
+  if (scope == HoldScope::kBus && options_.lease_round.count() <= 0) {
+    return Status(Errc::kInvalidArgument,
+                  "a hold for the bus needs --lease (scope pod holds this instance alone)");
   }
   HoldState state;
   {
@@ -304,14 +312,22 @@ Result<HoldState> Loop::Hold(std::chrono::milliseconds duration, const HoldReque
     hold_until_unix_ms_ = UnixMillisNow() + duration.count();
     hold_request_ = request;
     hold_expiry_pending_ = true;
-    state = {true, hold_until_unix_ms_, request.reason, request.by};
+    hold_standin_ = scope == HoldScope::kBus;
+    if (scope == HoldScope::kBus) {
+      bus_change_ = BusHoldChange{BusHoldChange::Kind::kWrite,
+                                  BusHold{hold_until_unix_ms_, request.reason, request.by, ""}};
+      bus_hold_error_.clear();
+    }
+    state = HeldState(hold_until_unix_ms_, request);
+    state.scope = scope;
     // Under the lock that orders holds and releases: set after it, a release in between could
     // be overtaken and leave the gauge at 1 (silencing the drift alert) while not held.
     if (metrics_ != nullptr) metrics_->SetHeld(true);
   }
-  wake_cv_.notify_all();  // the loop's next deadline changed
+  wake_cv_.notify_all();  // the loop's next deadline changed, or a bus hold is to be written
   Log(LogLevel::kInfo, 0, "held: passes observe only",
-      {{"by", ByForLog(request.by)},
+      {{"scope", ToString(scope)},
+       {"by", ByForLog(request.by)},
        {"reason", ReasonForLog(request.reason)},
        {"for_ms", duration.count()},
        {"until", FormatRfc3339Millis(state.until_unix_ms)}});
@@ -324,12 +340,21 @@ bool Loop::Release(const HoldRequest& request) {
   {
     MutexLock lock(mutex_);
     was_held = HeldLocked(Clock::now());
-    ended = std::move(hold_request_);
+    if (!hold_until_ && bus_hold_) ended = {bus_hold_->reason, bus_hold_->by};
+    if (hold_until_) ended = std::move(hold_request_);
     hold_request_ = {};
     hold_until_.reset();
     hold_expiry_pending_ = false;
+    hold_standin_ = false;
+    // With a lease, the bus hold's record is deleted whether or not this instance has read it
+    // yet: a release through any instance ends the hold for all.
+    if (options_.lease_round.count() > 0) {
+      bus_change_ = BusHoldChange{BusHoldChange::Kind::kDelete, {}};
+      bus_hold_error_.clear();
+    }
     if (was_held) pending_ |= Bit(Trigger::kForced);
-    if (metrics_ != nullptr) metrics_->SetHeld(false);  // under the lock: see Hold
+    // Under the lock: see Hold. Held still while the bus hold's record stands.
+    if (metrics_ != nullptr) metrics_->SetHeld(HeldLocked(Clock::now()));
   }
   wake_cv_.notify_all();
   if (was_held) {
@@ -340,6 +365,59 @@ bool Loop::Release(const HoldRequest& request) {
          {"held_reason", ReasonForLog(ended.reason)}});
   }
   return was_held;
+}
+
+HoldScope Loop::default_hold_scope() const {
+  return options_.lease_round.count() > 0 ? HoldScope::kBus : HoldScope::kPod;
+}
+
+void Loop::RunBusHoldChange(PassRunner& runner, const BusHoldChange& change) {
+  const bool write = change.kind == BusHoldChange::Kind::kWrite;
+  const Status done = CatchingBugs(
+      metrics_, 0, write ? "bus hold write" : "bus hold deletion",
+      [&] { return write ? runner.WriteBusHold(change.hold) : runner.DeleteBusHold(); },
+      [](const std::string& error) { return Status(Errc::kInternal, error); });
+  const BusHoldView view = CatchingBugs(
+      metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
+      [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
+  if (done.ok() && write) {
+    Log(LogLevel::kInfo, 0, "bus hold written: every instance observes only",
+        {{"scope", "bus"},
+         {"by", ByForLog(change.hold.by)},
+         {"reason", ReasonForLog(change.hold.reason)},
+         {"until", FormatRfc3339Millis(change.hold.until_unix_ms)}});
+  } else if (done.ok()) {
+    Log(LogLevel::kInfo, 0, "bus hold deleted", {{"scope", "bus"}});
+  } else {
+    Log(LogLevel::kWarn, 0,
+        write ? "bus hold not written: this instance alone is held"
+              : "bus hold not deleted: it stands until it expires or a release succeeds",
+        {{"scope", "bus"}, {"error", done.ToString()}});
+  }
+  MutexLock lock(mutex_);
+  if (done.ok()) {
+    bus_hold_error_.clear();
+    // The record holds this instance now, like every other: the stand-in steps back, so that a
+    // release through another instance releases this one too.
+    if (write && hold_standin_) {
+      hold_until_.reset();
+      hold_expiry_pending_ = false;
+      hold_standin_ = false;
+      hold_request_ = {};
+    }
+    if (!write) pending_ |= Bit(Trigger::kForced);  // repair what drifted while held
+  } else {
+    bus_hold_error_ = done.ToString();
+  }
+  NoteBusHoldLocked(view);
+}
+
+void Loop::NoteBusHoldLocked(const BusHoldView& view) {
+  if (view.known()) bus_hold_ = view.hold;
+  if (metrics_ != nullptr) {
+    metrics_->SetHeld(HeldLocked(Clock::now()));
+    metrics_->SetBusHeld(bus_hold_ && InForce(*bus_hold_, UnixMillisNow()));
+  }
 }
 
 Health Loop::health() const {
@@ -383,8 +461,25 @@ Readiness Loop::readiness() const {
 
 HoldState Loop::hold_state() const {
   MutexLock lock(mutex_);
-  if (!HeldLocked(Clock::now())) return {};
-  return {true, hold_until_unix_ms_, hold_request_.reason, hold_request_.by};
+  const Clock::time_point now = Clock::now();
+  if (hold_until_ && now < *hold_until_) {
+    HoldState state = HeldState(hold_until_unix_ms_, hold_request_);
+    if (hold_standin_) {
+      state.scope = HoldScope::kBus;
+      state.published = false;
+      state.error = bus_hold_error_;
+    }
+    return state;
+  }
+  if (bus_hold_ && InForce(*bus_hold_, UnixMillisNow())) {
+    HoldState state = HeldState(bus_hold_->until_unix_ms, {bus_hold_->reason, bus_hold_->by});
+    state.scope = HoldScope::kBus;
+    state.published = true;
+    state.through = bus_hold_->through;
+    state.error = bus_hold_error_;  // a release that could not delete it
+    return state;
+  }
+  return {};
 }
 
 std::shared_ptr<const std::string> Loop::last_report_json() const {
@@ -452,7 +547,8 @@ void Loop::NoteUsersFileLocked(const PassReport& report) {
 }
 
 bool Loop::HeldLocked(Clock::time_point now) const {
-  return hold_until_ && now < *hold_until_;
+  return (hold_until_ && now < *hold_until_) ||
+         (bus_hold_ && InForce(*bus_hold_, UnixMillisNow()));
 }
 
 std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, double jitter) {
@@ -542,7 +638,8 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
     hold_until_.reset();
     hold_expiry_pending_ = false;
     pending_ |= Bit(Trigger::kPeriodic);
-    if (metrics_ != nullptr) metrics_->SetHeld(false);
+    hold_standin_ = false;
+    if (metrics_ != nullptr) metrics_->SetHeld(HeldLocked(now));
     Log(LogLevel::kInfo, 0, "hold expired: passes apply again",
         {{"held_by", ByForLog(hold_request_.by)},
          {"held_reason", ReasonForLog(hold_request_.reason)}});
@@ -576,6 +673,15 @@ void Loop::Run(PassRunner& runner) {
   while (!stopping_) {
     auto now = Clock::now();
     heartbeat_ = now;
+    if (bus_change_) {
+      // Between passes, before anything else: on-call waits for it (hold, release).
+      const BusHoldChange change = std::move(*bus_change_);
+      bus_change_.reset();
+      lock.Unlock();
+      RunBusHoldChange(runner, change);
+      lock.Lock();
+      continue;
+    }
     std::optional<Trigger> trigger = TakeDueLocked(now);
     if (!trigger && RepairDueLocked(now)) {
       const Repair repair = BeginRepairLocked();
@@ -603,9 +709,14 @@ void Loop::Run(PassRunner& runner) {
         ReleaseLeaseGuarded(runner, metrics_);
       }
       UpdateLeaseHolder(runner, metrics_);
+      const BusHoldView hold = CatchingBugs(
+          metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
+          [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
       lock.Lock();
       heartbeat_ = Clock::now();
+      NoteBusHoldLocked(hold);
       if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
+      if (change == LeaseChange::kHoldEnded) pending_ |= Bit(Trigger::kForced);
       continue;
     }
     if (!trigger) {
@@ -638,8 +749,9 @@ void Loop::Run(PassRunner& runner) {
     auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode, named);
     report.pass_id = pass_id;
     report.trigger = *trigger;
-    report.mode = mode;
-    report.held = held;
+    // A bus hold the pass read just before acting kept it from acting: held, observe-only.
+    report.mode = report.bus_hold ? ApplyMode::kObserveOnly : mode;
+    report.held = held || report.bus_hold.has_value();
     if (threw) {
       // The records were not read by this pass: what was known stays known.
       report.records_valid = previous_records_valid;
@@ -661,9 +773,16 @@ void Loop::Run(PassRunner& runner) {
       metrics_->SetBusConnected(connected);
       metrics_->SetCertificateExpiry(expiry);
     }
-    if (options_.lease_round.count() > 0) UpdateLeaseHolder(runner, metrics_);
+    std::optional<BusHoldView> hold;
+    if (options_.lease_round.count() > 0) {
+      UpdateLeaseHolder(runner, metrics_);
+      hold = CatchingBugs(
+          metrics_, pass_id, "bus hold state", [&] { return runner.bus_hold(); },
+          [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
+    }
     lock.Lock();
     running_pass_ = false;
+    if (hold) NoteBusHoldLocked(*hold);
     bus_connected_ = connected;
     now = Clock::now();
     if (!threw) last_pass_ = able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;

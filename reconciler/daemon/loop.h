@@ -13,7 +13,10 @@
 //
 // Hold. While held (until a deadline that expires on its own: this runner reads the clock),
 // passes run with ApplyMode::kObserveOnly. Release, or the deadline, wakes a pass at once so
-// that drift seen during the hold is repaired without waiting for the interval.
+// that drift seen during the hold is repaired without waiting for the interval. With a lease a
+// hold is for the whole bus by default (reconciler/plan/bus_hold.h): its record is written and
+// deleted on the reconcile thread between passes, every lease round reads it, and a round that
+// finds it ended (released through another instance, or expired) wakes a pass too.
 //
 // Named repairs. An advisory that a stream the mesh owns was deleted or changed, or that a
 // consumer on it was deleted (RepairTarget), names that stream: while no full pass is due (the
@@ -57,6 +60,7 @@
 #include "reconciler/daemon/metrics.h"
 #include "reconciler/http/daemon_view.h"
 #include "reconciler/pass/pass.h"
+#include "reconciler/plan/bus_hold.h"
 
 namespace mesh::reconciler {
 
@@ -80,6 +84,16 @@ class PassRunner {
   virtual std::optional<LeaseState> lease_state() const { return std::nullopt; }
   virtual bool bus_connected() const = 0;
   virtual std::optional<int64_t> bus_certificate_expiry() const = 0;
+  // With a lease: writes or deletes the bus hold (Reconciler::WriteBusHold). May throw only on
+  // a bug.
+  virtual Status WriteBusHold(const BusHold& /*hold*/) {
+    return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  }
+  virtual Status DeleteBusHold() {
+    return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  }
+  // The bus hold as last read; no hold without a lease.
+  virtual BusHoldView bus_hold() const { return {}; }
 };
 
 // The adapter over the real Reconciler.
@@ -99,6 +113,9 @@ class ReconcilerRunner : public PassRunner {
   std::optional<int64_t> bus_certificate_expiry() const override {
     return reconciler_.bus_certificate_expiry();
   }
+  Status WriteBusHold(const BusHold& hold) override { return reconciler_.WriteBusHold(hold); }
+  Status DeleteBusHold() override { return reconciler_.DeleteBusHold(); }
+  BusHoldView bus_hold() const override { return reconciler_.bus_hold(); }
   // Any thread (Reconciler::RotatePassword).
   void RotatePassword(std::string password) { reconciler_.RotatePassword(std::move(password)); }
   // After the loop stopped (Reconciler::StopHashing).
@@ -187,12 +204,20 @@ class Loop {
   // it is no longer waiting (its `done` has been or is being called).
   bool CancelRequest(uint64_t ticket);
   // Holds for `duration` from now (replacing any earlier hold); kInvalidArgument when not
-  // positive or longer than max_hold.
-  // `request` is logged and kept with the hold.
-  Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request = {});
-  // Ends a hold; returns whether one was in force. Wakes a pass when it was. The log line names
-  // who released and why, and the hold's own reason.
+  // positive or longer than max_hold, or kBus without a lease.
+  // `request` is logged and kept with the hold. kBus: this instance is held at once (a pod
+  // hold standing in), and the reconcile thread writes the bus hold's record next, between
+  // passes; once written the record holds this instance like every other, and hold_state()
+  // says published (or, when it could not be written, why, while the stand-in holds).
+  Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request = {},
+                         HoldScope scope = HoldScope::kPod);
+  // Ends this instance's hold and, with a lease, the bus hold (its record is deleted by the
+  // reconcile thread next: hold_state() is held until then); returns whether a hold was in
+  // force. Wakes a pass when it was. The log line names who released and why, and the hold's
+  // own reason.
   bool Release(const HoldRequest& request = {});
+  // kBus with a lease (lease_round > 0), kPod without.
+  HoldScope default_hold_scope() const;
 
   // Snapshots.
   Health health() const;
@@ -248,6 +273,16 @@ class Loop {
   void RunRepair(PassRunner& runner, const Repair& repair) EXCLUDES(mutex_);
   void FinishRepairLocked(uint64_t pass_id) REQUIRES(mutex_);
   void NoteUsersFileLocked(const PassReport& report) REQUIRES(mutex_);
+  // The bus hold: a write or deletion asked for by Hold or Release, run between passes.
+  struct BusHoldChange {
+    enum class Kind { kWrite, kDelete };
+    Kind kind = Kind::kWrite;
+    BusHold hold;  // kWrite
+  };
+  void RunBusHoldChange(PassRunner& runner, const BusHoldChange& change) EXCLUDES(mutex_);
+  // Takes the bus hold as the runner read it (an unreadable one leaves the last known); keeps
+  // the held gauges in step.
+  void NoteBusHoldLocked(const BusHoldView& view) REQUIRES(mutex_);
 
   const LoopOptions options_;
   Metrics* const metrics_;
@@ -274,6 +309,11 @@ class Loop {
   int64_t hold_until_unix_ms_ GUARDED_BY(mutex_) = 0;
   HoldRequest hold_request_ GUARDED_BY(mutex_);          // the holder's, while hold_until_ is set
   bool hold_expiry_pending_ GUARDED_BY(mutex_) = false;  // a pass is owed when the hold expires
+  // The pod hold stands in for a bus hold whose record is not written yet (or could not be).
+  bool hold_standin_ GUARDED_BY(mutex_) = false;
+  std::optional<BusHoldChange> bus_change_ GUARDED_BY(mutex_);  // asked for, not yet run
+  std::optional<BusHold> bus_hold_ GUARDED_BY(mutex_);  // as the runner last read it
+  std::string bus_hold_error_ GUARDED_BY(mutex_);       // why the last change failed
   Clock::time_point heartbeat_ GUARDED_BY(mutex_){};
   bool bus_connected_ GUARDED_BY(mutex_) = false;
   std::shared_ptr<const AdvisoryScope> advisory_scope_

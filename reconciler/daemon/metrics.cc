@@ -142,6 +142,12 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
                 .Help("1 while on-call holds the reconciler (passes observe only)")
                 .Register(*registry_)
                 .Add({})),
+      bus_held_(prometheus::BuildGauge()
+                    .Name("mesh_reconciler_bus_held")
+                    .Help("1 while the hold for the whole bus is in force, as this instance "
+                          "last read it (then mesh_reconciler_held is 1 too)")
+                    .Register(*registry_)
+                    .Add({})),
       exceptions_(RegisterRenamed<prometheus::Counter>(
                       *registry_, "mesh_reconciler_exceptions_total",
                       "Passes and lease rounds that ended in an exception (a bug); the loop "
@@ -274,6 +280,10 @@ void Metrics::SetCredentialsPending(int64_t pending) {
 
 void Metrics::SetHeld(bool held) {
   held_.Set(held ? 1 : 0);
+}
+
+void Metrics::SetBusHeld(bool held) {
+  bus_held_.Set(held ? 1 : 0);
 }
 
 void Metrics::SetCertificateExpiry(std::optional<int64_t> unix_seconds) {

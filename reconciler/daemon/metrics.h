@@ -15,7 +15,10 @@
 //   mesh_reconciler_users_file_writes_total{result}  counter; result success|failure
 //   mesh_reconciler_users_file_reloads_total{result} counter; result success|failure (a reload
 //                                                    skipped after a failed write is not counted)
-//   mesh_reconciler_held                             gauge 0/1
+//   mesh_reconciler_held                             gauge 0/1: passes observe only, by any hold
+//   mesh_reconciler_bus_held                         gauge 0/1: the hold for the whole bus (its
+//                                                    record in the lease's bucket) is in force, as
+//                                                    this instance last read it
 //   mesh_reconciler_build_info{version,commit}       gauge, always 1
 //   mesh_reconciler_exceptions_total                 counter: passes and lease rounds that threw
 //                                                    (a bug)
@@ -126,6 +129,7 @@ class Metrics {
   void RecordException();
   void SetBusConnected(bool connected);
   void SetHeld(bool held);
+  void SetBusHeld(bool held);
   // mesh_reconciler_lease_holder between passes (a lease round or release changed it).
   void SetLeaseHolder(bool may_act);
   // Plain passwords the background hashing has still to do (any thread).
@@ -186,6 +190,7 @@ class Metrics {
   TwinFamily<prometheus::Counter> writes_;
   TwinFamily<prometheus::Counter> reloads_;
   prometheus::Gauge& held_;
+  prometheus::Gauge& bus_held_;
   Twin<prometheus::Counter> exceptions_;
   prometheus::Gauge& lease_holder_;
   Twin<prometheus::Gauge> credentials_pending_;

@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace mesh::reconciler {
 
@@ -28,11 +30,26 @@ struct HoldRequest {
   std::string by;      // the client's address as the listener saw it ("127.0.0.1:51234")
 };
 
+// Which hold keeps a daemon's passes observe-only.
+enum class HoldScope {
+  kPod,  // this instance alone (the only kind without --lease)
+  kBus,  // every instance on the bus: a record in the lease's KV bucket
+         // (reconciler/plan/bus_hold.h), which instances started later read too
+};
+const char* ToString(HoldScope v);  // "pod", "bus"
+std::optional<HoldScope> HoldScopeFromName(std::string_view name);
+
 struct HoldState {
   bool held = false;
-  int64_t until_unix_ms = 0;  // wall clock, for people; expiry itself uses the steady clock
+  int64_t until_unix_ms = 0;  // wall clock, for people; a pod hold expires on the steady clock
   std::string reason;         // the holder's HoldRequest, while held
   std::string by;
+  HoldScope scope = HoldScope::kPod;
+  // kBus: the instance whose lease identity wrote the record (empty until written), and
+  // whether it is written; while it is not (or could not be: `error`), this pod alone is held.
+  std::string through;
+  bool published = false;
+  std::string error;
 };
 
 // The longest hold on-call may ask for.

@@ -165,6 +165,20 @@ void WriteHold(rapidjson::Writer<rapidjson::StringBuffer>& writer, const HoldSta
     writer.String(hold.reason.c_str(), static_cast<rapidjson::SizeType>(hold.reason.size()));
     writer.Key("by");
     writer.String(hold.by.c_str(), static_cast<rapidjson::SizeType>(hold.by.size()));
+    writer.Key("scope");
+    writer.String(ToString(hold.scope));
+    if (hold.scope == HoldScope::kBus) {
+      writer.Key("published");
+      writer.Bool(hold.published);
+      if (!hold.through.empty()) {
+        writer.Key("through");
+        writer.String(hold.through.c_str(), static_cast<rapidjson::SizeType>(hold.through.size()));
+      }
+      if (!hold.error.empty()) {
+        writer.Key("error");
+        writer.String(hold.error.c_str(), static_cast<rapidjson::SizeType>(hold.error.size()));
+      }
+    }
   }
   writer.EndObject();
 }
@@ -240,11 +254,20 @@ HttpReply HoldReply(const HoldState& hold) {
 
 HttpReply HandleHold(const HttpState& state, std::string_view query, const std::string& peer) {
   auto params = ParseQuery(query);
-  if (!params) return JsonError(400, "malformed query; expected ?for=DURATION[&reason=TEXT]");
+  if (!params) {
+    return JsonError(400, "malformed query; expected ?for=DURATION[&reason=TEXT][&scope=bus|pod]");
+  }
   auto it = params->find("for");
-  const size_t expected = 1 + params->count("reason");
+  const size_t expected = 1 + params->count("reason") + params->count("scope");
   if (it == params->end() || params->size() != expected) {
-    return JsonError(400, "expected ?for=DURATION (e.g. 30m) and at most a reason=TEXT");
+    return JsonError(400,
+                     "expected ?for=DURATION (e.g. 30m), at most a reason=TEXT and a scope=bus|pod");
+  }
+  HoldScope scope = state.DefaultHoldScope();
+  if (auto named = params->find("scope"); named != params->end()) {
+    std::optional<HoldScope> parsed = HoldScopeFromName(named->second);
+    if (!parsed) return JsonError(400, "scope: expected bus or pod");
+    scope = *parsed;
   }
   auto duration = ParseDuration(it->second);
   if (!duration.ok()) return JsonError(400, "for: " + duration.status().message());
@@ -254,7 +277,7 @@ HttpReply HandleHold(const HttpState& state, std::string_view query, const std::
   std::string error;
   std::optional<std::string> reason = ReasonParam(*params, &error);
   if (!reason) return JsonError(400, error);
-  auto hold = state.Hold(*duration, HoldRequest{std::move(*reason), peer});
+  auto hold = state.Hold(*duration, HoldRequest{std::move(*reason), peer}, scope);
   if (!hold.ok()) return JsonError(StatusForError(hold.status()), hold.status().message());
   return HoldReply(*hold);
 }
@@ -378,6 +401,22 @@ uint64_t HandleRequestAsync(const HttpState& state, const HttpRequest& request,
 
 HttpReply ForcePassTimedOut(std::chrono::milliseconds waited) {
   return JsonError(504, "no pass finished within " + std::to_string(waited.count() / 1000) + " s");
+}
+
+const char* ToString(HoldScope v) {
+  switch (v) {
+    case HoldScope::kPod:
+      return "pod";
+    case HoldScope::kBus:
+      return "bus";
+  }
+  return "pod";
+}
+
+std::optional<HoldScope> HoldScopeFromName(std::string_view name) {
+  if (name == "pod") return HoldScope::kPod;
+  if (name == "bus") return HoldScope::kBus;
+  return std::nullopt;
 }
 
 std::string HoldReasonProblem(std::string_view reason) {

@@ -12,10 +12,12 @@
 //                     504 when none finished in time, 503 when too many wait or shutting down.
 //                     Requests that arrive while a pass runs share the next pass (and its
 //                     report); a waiting request holds no server thread (HandleRequestAsync)
-//   POST /hold?for=D[&reason=R]
+//   POST /hold?for=D[&reason=R][&scope=bus|pod]
 //                     observe only for D (ParseDuration; more than 0, at most kMaxHold); 200 +
 //                     {"schema":"mesh-reconciler/hold/v1","held":true,"until":"<RFC 3339>",
-//                      "until_unix_ms":N,"reason":R,"by":A}
+//                      "until_unix_ms":N,"reason":R,"by":A,"scope":S[,"published":B,...]}
+//                     scope=bus (the default with --lease): every instance on the bus holds
+//                     (the record in the lease's bucket); scope=pod: this instance alone
 //   POST /release[?reason=R]
 //                     ends a hold; 200 + {"schema":"mesh-reconciler/release/v1","held":false,
 //                      "was_held":B}
@@ -108,8 +110,12 @@ class HttpState {
   }
   // Forgets a request whose client gave up (timeout); its `done` is then never called.
   virtual void CancelForcePass(uint64_t /*ticket*/) const {}
-  virtual Result<HoldState> Hold(std::chrono::milliseconds duration,
-                                 const HoldRequest& request) const = 0;
+  // kBus: this instance is held at once, and the record for every instance is written by the
+  // reconcile thread next (HoldState::published says when; hold_state() follows it).
+  virtual Result<HoldState> Hold(std::chrono::milliseconds duration, const HoldRequest& request,
+                                 HoldScope scope) const = 0;
+  // What POST /hold holds without scope=: kBus when the daemon takes part in a lease.
+  virtual HoldScope DefaultHoldScope() const { return HoldScope::kPod; }
   virtual bool Release(const HoldRequest& request) const = 0;  // whether a hold was in force
   virtual HoldState hold_state() const = 0;                    // the hold now in force
 };

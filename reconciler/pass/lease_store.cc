@@ -137,28 +137,120 @@ Result<std::optional<LeaseEntry>> KvLeaseStore::Get() {
   return std::optional<LeaseEntry>(std::move(found));
 }
 
+Result<std::optional<KvLeaseStore::StoredBusHold>> KvLeaseStore::GetBusHold() {
+  kvEntry* raw_entry = nullptr;
+  natsStatus s = kvStore_Get(&raw_entry, handles_->kv.get(), kBusHoldKey);
+  KvEntryPtr entry(raw_entry);
+  if (s == NATS_NOT_FOUND) return std::optional<StoredBusHold>();
+  if (s != NATS_OK) return observers::NatsError(s, "bus hold: read " + BusHoldSubject());
+  StoredBusHold found;
+  const char* value = static_cast<const char*>(kvEntry_Value(entry.get()));
+  found.value.assign(value == nullptr ? "" : value,
+                     static_cast<size_t>(std::max(0, kvEntry_ValueLen(entry.get()))));
+  found.revision = kvEntry_Revision(entry.get());
+  found.stored_unix_ms = kvEntry_Created(entry.get()) / kNanosPerMilli;
+  return std::optional<StoredBusHold>(std::move(found));
+}
+
+Status KvLeaseStore::PutBusHold(const std::string& value) {
+  uint64_t revision = 0;
+  natsStatus s = kvStore_Put(&revision, handles_->kv.get(), kBusHoldKey, value.data(),
+                             static_cast<int>(value.size()));
+  if (s != NATS_OK) return observers::NatsError(s, "bus hold: write " + BusHoldSubject());
+  return Status::Ok();
+}
+
+Status KvLeaseStore::RefreshBusHold(const std::string& value, uint64_t revision) {
+  uint64_t written = 0;
+  natsStatus s = kvStore_Update(&written, handles_->kv.get(), kBusHoldKey, value.data(),
+                                static_cast<int>(value.size()), revision);
+  if (s != NATS_OK) return observers::NatsError(s, "bus hold: write again " + BusHoldSubject());
+  return Status::Ok();
+}
+
+Status KvLeaseStore::DeleteBusHold() {
+  natsStatus s = kvStore_Delete(handles_->kv.get(), kBusHoldKey);
+  if (s != NATS_OK) return observers::NatsError(s, "bus hold: delete " + BusHoldSubject());
+  return Status::Ok();
+}
+
 LeaseKeeper::LeaseKeeper(LeaseSettings settings)
     : settings_(std::move(settings)), lease_(settings_.identity) {}
 
+Result<std::unique_ptr<KvLeaseStore>> LeaseKeeper::Open(natsConnection* connection,
+                                                        int cluster_size) {
+  return KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
+                            settings_.request_timeout);
+}
+
 LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
-                              LeaseClock::time_point now) {
-  auto store =
-      KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
-                         settings_.request_timeout);
-  if (!store.ok()) return lease_.Unreachable(store.status().ToString());
-  return lease_.TryAcquireOrRenew(**store, now);
+                              LeaseClock::time_point now, int64_t now_unix_ms) {
+  auto store = Open(connection, cluster_size);
+  if (!store.ok()) {
+    bus_hold_ = {std::nullopt, store.status().ToString()};
+    return lease_.Unreachable(store.status().ToString());
+  }
+  LeaseState state = lease_.TryAcquireOrRenew(**store, now);
+  ReadBusHold(**store, now_unix_ms);
+  return state;
 }
 
 Status LeaseKeeper::Release(natsConnection* connection, int cluster_size) {
   if (!lease_.MayHold()) return Status::Ok();
-  auto store =
-      KvLeaseStore::Open(connection, settings_.ttl, std::min(cluster_size, kMaxLeaseReplicas),
-                         settings_.request_timeout);
+  auto store = Open(connection, cluster_size);
   if (!store.ok()) {
     lease_.Unreachable(store.status().ToString());  // stop acting all the same
     return store.status();
   }
   return lease_.Release(**store);
+}
+
+const BusHoldView& LeaseKeeper::CheckBusHold(natsConnection* connection, int cluster_size,
+                                             int64_t now_unix_ms) {
+  auto store = Open(connection, cluster_size);
+  if (!store.ok()) {
+    bus_hold_ = {std::nullopt, store.status().ToString()};
+  } else {
+    ReadBusHold(**store, now_unix_ms);
+  }
+  return bus_hold_;
+}
+
+void LeaseKeeper::ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms) {
+  Result<std::optional<KvLeaseStore::StoredBusHold>> stored = store.GetBusHold();
+  if (!stored.ok()) {
+    bus_hold_ = {std::nullopt, stored.status().ToString()};
+    return;
+  }
+  bus_hold_ = {};
+  if (!stored->has_value()) return;
+  Result<BusHold> hold = ParseBusHold((*stored)->value);
+  // Another program's value under the key holds nothing; the record is ours to overwrite.
+  if (!hold.ok() || !InForce(*hold, now_unix_ms)) return;
+  bus_hold_.hold = *hold;
+  const auto age = std::chrono::milliseconds(now_unix_ms - (*stored)->stored_unix_ms);
+  if (NeedsRefresh(age, store.ttl())) {
+    // Lost to another instance, or no answer: the next round tries again, long before the
+    // record could age out.
+    (void)store.RefreshBusHold((*stored)->value, (*stored)->revision);
+  }
+}
+
+Status LeaseKeeper::WriteBusHold(natsConnection* connection, int cluster_size,
+                                 const BusHold& hold) {
+  auto store = Open(connection, cluster_size);
+  if (!store.ok()) return store.status();
+  Status written = (*store)->PutBusHold(EncodeBusHold(hold));
+  if (written.ok()) bus_hold_ = {hold, ""};
+  return written;
+}
+
+Status LeaseKeeper::DeleteBusHold(natsConnection* connection, int cluster_size) {
+  auto store = Open(connection, cluster_size);
+  if (!store.ok()) return store.status();
+  Status deleted = (*store)->DeleteBusHold();
+  if (deleted.ok()) bus_hold_ = {};
+  return deleted;
 }
 
 std::string NewLeaseIdentity() {

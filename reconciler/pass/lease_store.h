@@ -19,6 +19,7 @@
 #include <string>
 
 #include "model/result.h"
+#include "reconciler/plan/bus_hold.h"
 #include "reconciler/plan/lease.h"
 
 namespace mesh::reconciler {
@@ -41,6 +42,21 @@ class KvLeaseStore : public LeaseStore {
   Result<uint64_t> Update(const std::string& holder, uint64_t last_revision) override;
   Result<std::optional<LeaseEntry>> Get() override;
   std::chrono::milliseconds ttl() const override { return ttl_; }
+
+  // The bus hold's record (reconciler/plan/bus_hold.h), beside the lease in the same bucket.
+  struct StoredBusHold {
+    std::string value;  // as stored (ParseBusHold reads it)
+    uint64_t revision = 0;
+    int64_t stored_unix_ms = 0;  // the server's store time
+  };
+  // nullopt: no record (never written, deleted, or aged out).
+  Result<std::optional<StoredBusHold>> GetBusHold();
+  // Writes the record whatever is there (a new hold replaces the one in force).
+  Status PutBusHold(const std::string& value);
+  // Writes it again when its revision is still `revision` (an error otherwise: another instance
+  // wrote it first, or no answer; the next round tries again).
+  Status RefreshBusHold(const std::string& value, uint64_t revision);
+  Status DeleteBusHold();
 
  private:
   KvLeaseStore();
@@ -66,16 +82,33 @@ class LeaseKeeper {
   // One round at the start of a pass, at `now`, on the pass's connection (not owned; may be a
   // different one from pass to pass): opens the bucket (creating it when absent, e.g. after the
   // cluster's storage was wiped, with min(3, cluster_size) replicas), then acquires or renews.
-  LeaseState Round(natsConnection* connection, int cluster_size, LeaseClock::time_point now);
+  // Then reads the bus hold (ReadBusHold) from the same bucket; `now_unix_ms` is the wall
+  // clock's now, for the hold's `until`.
+  LeaseState Round(natsConnection* connection, int cluster_size, LeaseClock::time_point now,
+                   int64_t now_unix_ms);
 
   // Releases the lease when this instance holds it (Lease::Release), on `connection`.
   Status Release(natsConnection* connection, int cluster_size);
 
+  // Reads the bus hold again (before a pass acts: a hold written since the round must stop
+  // it). A record in force that is older than a third of the bucket's max age is written again
+  // (compare-and-set: one instance wins), so that it outlives the max age.
+  const BusHoldView& CheckBusHold(natsConnection* connection, int cluster_size,
+                                  int64_t now_unix_ms);
+  // Writes a bus hold (replacing one in force), or deletes it; bus_hold() follows.
+  Status WriteBusHold(natsConnection* connection, int cluster_size, const BusHold& hold);
+  Status DeleteBusHold(natsConnection* connection, int cluster_size);
+
   const Lease& lease() const { return lease_; }
+  const BusHoldView& bus_hold() const { return bus_hold_; }
 
  private:
+  Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection, int cluster_size);
+  void ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms);
+
   LeaseSettings settings_;
   Lease lease_;
+  BusHoldView bus_hold_{std::nullopt, "not read yet"};
 };
 
 // "<pod name>-<random>": $HOSTNAME (the pod name in Kubernetes), else gethostname(), and 32 bits

@@ -282,6 +282,11 @@ struct Reconciler::Impl {
   void RepairUsersFileAlone(PassReport& report);
   // One lease round at `now`, logging a change of role; the new state.
   LeaseState LeaseRound(uint64_t pass_id);
+  // Before a pass acts under a lease: the bus hold read again, so that one written since the
+  // round stops this pass. Logs a hold that appeared or ended.
+  enum class HoldVerdict { kAct, kHeld, kUnknown };
+  HoldVerdict CheckBusHold(uint64_t pass_id, PassReport& report);
+  void NoteBusHold(uint64_t pass_id, const BusHoldView& before);
   // Apply's hook before each chunk of JetStream actions (lease fencing): renews the lease when a
   // round is due (a long pass must not outlive its lease), then lets the chunk go only while
   // this instance still holds it.
@@ -970,9 +975,17 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
 
-  // A standby (or an instance unsure of the lease) applies only its own users file.
+  // A standby (or an instance unsure of the lease) applies only its own users file; under a
+  // bus hold nothing is applied, and with the hold unknown, only the users file.
   std::vector<Action> allowed =
       ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
+  if (mode == ApplyMode::kApply && lease && !allowed.empty()) {
+    const HoldVerdict verdict = CheckBusHold(pass_id, report);
+    if (verdict == HoldVerdict::kHeld) allowed.clear();
+    if (verdict == HoldVerdict::kUnknown) {
+      allowed = ActionsAllowed(std::move(allowed), JetStreamGate::kUsersFileOnly);
+    }
+  }
   if (mode == ApplyMode::kApply && !allowed.empty()) {
     ApplyTargets targets;
     targets.bus = bus.get();
@@ -1246,6 +1259,9 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
   // other's updates.
   ReviewContests(report, plan);
   std::vector<Action> actions = plan.actions;
+  if (!actions.empty() && lease && CheckBusHold(pass_id, report) != HoldVerdict::kAct) {
+    actions.clear();
+  }
   if (!actions.empty()) {
     ApplyTargets targets;
     targets.bus = bus.get();
@@ -1281,7 +1297,10 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   last_lease_round = Clock::now();
   const LeaseState before = lease->lease().state();
-  LeaseState state = lease->Round(bus->native_handle(), cluster_size, Clock::now());
+  const BusHoldView hold_before = lease->bus_hold();
+  LeaseState state =
+      lease->Round(bus->native_handle(), cluster_size, Clock::now(), UnixMillisNow());
+  NoteBusHold(pass_id, hold_before);
   // A change of role, or a round failing for another reason than the last one: an instance
   // that cannot reach the lease says why (it starts "unknown", so a first round that fails
   // would otherwise say nothing), once per reason rather than every round.
@@ -1290,6 +1309,37 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
         {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
   }
   return state;
+}
+
+Reconciler::Impl::HoldVerdict Reconciler::Impl::CheckBusHold(uint64_t pass_id,
+                                                              PassReport& report) {
+  const BusHoldView before = lease->bus_hold();
+  const BusHoldView& view =
+      lease->CheckBusHold(bus->native_handle(), cluster_size, UnixMillisNow());
+  NoteBusHold(pass_id, before);
+  if (!view.known()) return HoldVerdict::kUnknown;
+  if (!view.hold) return HoldVerdict::kAct;
+  report.bus_hold = view.hold;
+  return HoldVerdict::kHeld;
+}
+
+void Reconciler::Impl::NoteBusHold(uint64_t pass_id, const BusHoldView& before) {
+  const BusHoldView& now = lease->bus_hold();
+  if (now.hold && (!before.hold || before.hold->until_unix_ms != now.hold->until_unix_ms ||
+                   before.hold->through != now.hold->through)) {
+    Log(LogLevel::kInfo, pass_id, "bus held: passes observe only",
+        {{"scope", "bus"},
+         {"by", now.hold->by},
+         {"reason", now.hold->reason},
+         {"through", now.hold->through},
+         {"until", FormatRfc3339Millis(now.hold->until_unix_ms)}});
+  } else if (before.hold && !now.hold && now.known()) {
+    Log(LogLevel::kInfo, pass_id, "bus hold ended: passes apply again",
+        {{"scope", "bus"}, {"held_by", before.hold->by}, {"held_reason", before.hold->reason}});
+  } else if (!now.known() && now.error != before.error) {
+    Log(LogLevel::kWarn, pass_id, "bus hold unreadable: acting on the users file only",
+        {{"error", now.error}});
+  }
 }
 
 void Reconciler::Impl::TakeRotatedPassword(uint64_t pass_id) {
@@ -1400,9 +1450,36 @@ LeaseChange Reconciler::RunLeaseRound() {
   // Before the first pass (no keeper yet) or without a bus, the next pass runs the round.
   if (!impl.lease || !impl.bus || !impl.bus->connected()) return LeaseChange::kNone;
   const bool was_holder = impl.lease->lease().state().role == LeaseRole::kHolder;
+  const bool was_held = impl.lease->bus_hold().hold.has_value();
   const LeaseState state = impl.LeaseRound(0);
-  return state.role == LeaseRole::kHolder && !was_holder ? LeaseChange::kAcquired
-                                                         : LeaseChange::kNone;
+  if (state.role == LeaseRole::kHolder && !was_holder) return LeaseChange::kAcquired;
+  const BusHoldView& hold = impl.lease->bus_hold();
+  if (was_held && !hold.hold && hold.known()) return LeaseChange::kHoldEnded;
+  return LeaseChange::kNone;
+}
+
+Status Reconciler::WriteBusHold(BusHold hold) {
+  Impl& impl = *impl_;
+  if (!impl.lease) return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  if (!impl.bus || !impl.bus->connected()) {
+    return Status(Errc::kUnavailable, "not connected to the bus");
+  }
+  hold.through = impl.lease->lease().identity();
+  return impl.lease->WriteBusHold(impl.bus->native_handle(), impl.cluster_size, hold);
+}
+
+Status Reconciler::DeleteBusHold() {
+  Impl& impl = *impl_;
+  if (!impl.lease) return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  if (!impl.bus || !impl.bus->connected()) {
+    return Status(Errc::kUnavailable, "not connected to the bus");
+  }
+  return impl.lease->DeleteBusHold(impl.bus->native_handle(), impl.cluster_size);
+}
+
+BusHoldView Reconciler::bus_hold() const {
+  if (!impl_->lease) return {};
+  return impl_->lease->bus_hold();
 }
 
 void Reconciler::ReleaseLease() {

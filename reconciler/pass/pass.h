@@ -26,6 +26,7 @@
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/plan/advisory_filter.h"
 #include "reconciler/plan/contest.h"
+#include "reconciler/plan/bus_hold.h"
 #include "reconciler/plan/lease.h"
 #include "reconciler/plan/plan.h"
 
@@ -103,6 +104,9 @@ struct PassReport {
   // The lease this pass ran under: kOff without --lease; kUnknown when the pass stopped before
   // its lease round.
   LeaseState lease;
+  // With --lease: the bus hold (reconciler/plan/bus_hold.h) that kept this pass from acting,
+  // when one did; the loop then reports the pass as held and observe-only.
+  std::optional<BusHold> bus_hold;
   // What the mesh owns as this pass observed it (which advisories wake the next pass); null when
   // the pass could not observe.
   std::shared_ptr<const AdvisoryScope> advisory_scope;
@@ -147,6 +151,13 @@ class Reconciler {
   void ReleaseLease();
   // The lease as last seen (role kOff without --lease). Reconcile thread only.
   LeaseState lease_state() const;
+  // With --lease: writes the bus hold (replacing one in force; `hold.through` is set to this
+  // instance's lease identity) or deletes it, on the connection the last pass used. Reconcile
+  // thread only; kUnavailable without a lease or a connection.
+  Status WriteBusHold(BusHold hold);
+  Status DeleteBusHold();
+  // The bus hold as last read (at a lease round or before a pass acted). Reconcile thread only.
+  BusHoldView bus_hold() const;
 
   bool bus_connected() const;
   // The expiry (Unix seconds) of the bus's TLS certificate, when known.

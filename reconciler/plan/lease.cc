@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "reconciler/plan/bus_hold.h"
+
 namespace mesh::reconciler {
 namespace {
 
@@ -21,7 +23,7 @@ std::string LeaseSubject() {
 }
 
 std::vector<std::string> LeasePublishAllow() {
-  return {LeaseSubject()};
+  return {LeaseSubject(), BusHoldSubject()};
 }
 
 std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval) {

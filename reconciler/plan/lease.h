@@ -54,8 +54,9 @@ std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval);
 // LeaseTtlFor(i) + LeaseRoundFor(i) <= 2 i: a dead holder is replaced within two intervals.
 std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval);
 
-// What a lease round between passes changed.
-enum class LeaseChange { kNone, kAcquired };
+// What a lease round between passes changed: this instance became the holder, or the bus hold
+// it saw in force ended (released, or its time passed): both owe a pass at once.
+enum class LeaseChange { kNone, kAcquired, kHoldEnded };
 
 enum class LeaseRole {
   kOff,      // no lease configured: this reconciler acts alone

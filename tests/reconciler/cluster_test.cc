@@ -19,6 +19,13 @@
 namespace mesh::reconciler::test {
 namespace {
 
+// The wall clock's now, for the bus hold's `until` (LeaseKeeper::Round).
+int64_t WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -314,13 +321,13 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   LeaseState first;
   const bool acquired = mesh::testing::WaitFor(
       [&] {
-        first = a.Round(a_connection.get(), cluster_size, LeaseClock::now());
+        first = a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
         return first.role == LeaseRole::kHolder;
       },
       seconds(180));
   INFO(first.error);
   REQUIRE(acquired);
-  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now()).role == LeaseRole::kStandby);
+  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis()).role == LeaseRole::kStandby);
 
   auto admin = observers::BusConnection::Connect(
       mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
@@ -357,8 +364,8 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   };
   const bool held_again = mesh::testing::WaitFor(
       [&] {
-        LeaseState mine = a.Round(a_connection.get(), cluster_size, LeaseClock::now());
-        LeaseState other = b.Round(b_connection.get(), cluster_size, LeaseClock::now());
+        LeaseState mine = a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+        LeaseState other = b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
         last_a = describe(mine);
         if (other.role == LeaseRole::kHolder && b_held++ == 0) {
           first_b_hold =

@@ -20,6 +20,13 @@
 namespace mesh::reconciler {
 namespace {
 
+// The wall clock's now, for the bus hold's `until` (LeaseKeeper::Round).
+int64_t WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = LeaseClock;
@@ -372,7 +379,8 @@ TEST_CASE("Lease identities, time to live and the extra permission", "[lease]") 
     // The holder renews several times within one time to live.
     CHECK(LeaseTtlFor(interval) >= 4 * LeaseRoundFor(interval));
   }
-  CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder"});
+  CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder",
+                                                      "$KV.mesh_reconciler_lease.hold"});
   CHECK(std::string(ToString(LeaseRole::kHolder)) == "holder");
   CHECK(std::string(ToString(LeaseRole::kStandby)) == "standby");
 }
@@ -386,7 +394,7 @@ struct Instance {
       : connection(mesh::testing::ConnectNats({server.url()}, mesh::testing::kReconcilerUser,
                                               mesh::testing::kReconcilerPassword)),
         keeper(LeaseSettings{identity, ttl, timeout}) {}
-  LeaseState Round() { return keeper.Round(connection.get(), 1, Clock::now()); }
+  LeaseState Round() { return keeper.Round(connection.get(), 1, Clock::now(), WallMillis()); }
   mesh::testing::NatsConnectionPtr connection;
   LeaseKeeper keeper;
 };

@@ -31,12 +31,21 @@ class FakeHttpState : public reconciler::HttpState {
     return force_result_;
   }
   Result<reconciler::HoldState> Hold(std::chrono::milliseconds duration,
-                                     const reconciler::HoldRequest& request) const override {
+                                     const reconciler::HoldRequest& request,
+                                     reconciler::HoldScope scope) const override {
     held_for_ = duration;
     hold_request_ = request;
+    hold_scope_ = scope;
     ++held_;
-    return reconciler::HoldState{true, 1764413730123, request.reason, request.by};
+    reconciler::HoldState state;
+    state.held = true;
+    state.until_unix_ms = 1764413730123;
+    state.reason = request.reason;
+    state.by = request.by;
+    state.scope = scope;
+    return state;
   }
+  reconciler::HoldScope DefaultHoldScope() const override { return default_scope_; }
   bool Release(const reconciler::HoldRequest& request) const override {
     release_request_ = request;
     ++released_;
@@ -56,6 +65,8 @@ class FakeHttpState : public reconciler::HttpState {
   mutable std::optional<std::chrono::milliseconds> held_for_;  // the last hold (one thread)
   mutable reconciler::HoldRequest hold_request_;               // the last hold's (one thread)
   mutable reconciler::HoldRequest release_request_;            // the last release's
+  mutable reconciler::HoldScope hold_scope_ = reconciler::HoldScope::kPod;  // the last hold's
+  reconciler::HoldScope default_scope_ = reconciler::HoldScope::kPod;
 };
 
 }  // namespace mesh::testing
