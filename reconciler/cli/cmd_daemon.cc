@@ -2,6 +2,8 @@
 // --remote`, `hold`, `release`.
 #include <malloc.h>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "model/json_read.h"
 #include "model/thread_safety.h"
@@ -546,6 +550,57 @@ std::string PercentEncode(const std::string& text) {
 // What the daemon would refuse, refused here as a usage error (the daemon says the same).
 }  // namespace
 
+namespace {
+
+// How long hold and release wait for the reconcile thread to write or delete the bus hold's
+// record (it runs between passes: a long first pass delays it).
+constexpr auto kBusHoldWait = std::chrono::seconds(30);
+constexpr auto kBusHoldPoll = std::chrono::milliseconds(100);
+
+// GET <remote>/drift (no token): the daemon's "hold" object as it stands now.
+Result<rapidjson::Document> HoldNow(const Settings& settings) {
+  std::string base = settings.remote;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  observers::HttpCall call;
+  call.url = base + "/drift";
+  call.ca_file = settings.bus.ca_file;
+  Result<observers::HttpResponse> response = observers::HttpSend(call, kRemoteShortTimeout);
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return Status(Errc::kUnavailable, RemoteError(*response));
+  std::optional<rapidjson::Document> doc = model::json::ParseObject(response->body);
+  const rapidjson::Value* hold = doc ? model::json::Member(*doc, "hold") : nullptr;
+  if (hold == nullptr || !hold->IsObject()) {
+    return Status(Errc::kInvalidArgument, "unreadable /drift from the daemon");
+  }
+  rapidjson::Document out;
+  out.CopyFrom(*hold, out.GetAllocator());
+  return out;
+}
+
+// Polls the daemon's hold until `done(hold)` says so (kOk), the daemon reports an error for
+// the bus hold (its message), or kBusHoldWait passes.
+Status WaitForHold(const Settings& settings,
+                   const std::function<bool(const rapidjson::Value&)>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kBusHoldWait;
+  std::string last = "no answer";
+  while (std::chrono::steady_clock::now() < deadline) {
+    Result<rapidjson::Document> hold = HoldNow(settings);
+    if (hold.ok()) {
+      if (done(*hold)) return Status::Ok();
+      const std::string error = model::json::String(*hold, "error");
+      if (!error.empty()) return Status(Errc::kUnavailable, error);
+      last = "still pending";
+    } else {
+      last = hold.status().message();
+    }
+    std::this_thread::sleep_for(kBusHoldPoll);  // a poll of the daemon's state, on-call waits
+  }
+  return Status(Errc::kTimeout, "the daemon did not confirm within " +
+                                    std::to_string(kBusHoldWait.count()) + " s (" + last + ")");
+}
+
+}  // namespace
+
 int RunHold(Settings& settings) {
   constexpr const char* kCommand = "hold";
   if (settings.hold_for.count() <= 0 || settings.hold_for > kMaxHold) {
@@ -556,6 +611,7 @@ int RunHold(Settings& settings) {
   }
   std::string target = "/hold?for=" + std::to_string(settings.hold_for.count()) + "ms";
   if (!settings.reason.empty()) target += "&reason=" + PercentEncode(settings.reason);
+  if (!settings.hold_scope.empty()) target += "&scope=" + settings.hold_scope;
   rapidjson::Document doc;
   std::string body;
   if (int code = PostForJson(settings, kCommand, target, doc, &body); code != kExitOk) return code;
@@ -563,11 +619,34 @@ int RunHold(Settings& settings) {
   if (until == nullptr || !until->IsString()) {
     return CommandFail(kCommand, "unreadable answer from the daemon");
   }
+  const bool bus = model::json::String(doc, "scope") == "bus";
+  if (bus) {
+    // The daemon holds itself at once; every other instance once the record is written.
+    Status written = WaitForHold(settings, [](const rapidjson::Value& hold) {
+      return model::json::String(hold, "scope") == "bus" &&
+             model::json::Bool(hold, "published", false);
+    });
+    if (!written.ok()) {
+      return CommandFail(kCommand, "the hold for the bus is not written (" + written.message() +
+                                       "): this instance alone is held until " +
+                                       until->GetString());
+    }
+    Result<rapidjson::Document> now = HoldNow(settings);
+    if (now.ok()) {
+      now->AddMember("schema", rapidjson::StringRef(kHoldSchema), now->GetAllocator());
+      rapidjson::StringBuffer buffer;
+      rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+      now->Accept(writer);
+      body = std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+    }
+  }
   if (settings.format == OutputFormat::kJson) {
-    std::fputs(body.c_str(), stdout);  // the daemon's answer: docs/schemas/hold.v1.schema.json
+    std::fputs(body.c_str(), stdout);  // docs/schemas/hold.v1.schema.json
     return kExitOk;
   }
-  std::printf("held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
+  std::printf(bus ? "held the bus until %s: every reconciler observes only (`mesh-reconciler "
+                    "release` ends it)\n"
+                  : "held until %s: passes observe only (`mesh-reconciler release` ends it)\n",
               until->GetString());
   return kExitOk;
 }
@@ -586,6 +665,11 @@ int RunRelease(Settings& settings) {
   if (was_held == nullptr || !was_held->IsBool()) {
     return CommandFail(kCommand, "unreadable answer from the daemon");
   }
+  // A bus hold ends when the daemon has deleted its record (between its passes).
+  Status ended = WaitForHold(settings, [](const rapidjson::Value& hold) {
+    return !model::json::Bool(hold, "held", true);
+  });
+  if (!ended.ok()) return CommandFail(kCommand, "still held: " + ended.message());
   if (settings.format == OutputFormat::kJson) {
     std::fputs(body.c_str(), stdout);  // docs/schemas/release.v1.schema.json
     return kExitOk;

@@ -63,6 +63,10 @@ extern const char* const kRunHelp;
 extern const char* const kHoldHelp;
 extern const char* const kReleaseHelp;
 
+// cmd_status.cc: what a running daemon sees (GET /drift, no token).
+int RunStatus(Settings& settings);
+extern const char* const kStatusHelp;
+
 // cmd_bus.cc: the bus commands of the runbook, in place of the `nats` CLI the image lacks.
 int RunShowStream(Settings& settings);
 int RunShowConsumer(Settings& settings);

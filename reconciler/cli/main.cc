@@ -32,6 +32,8 @@ const Command kCommands[] = {
      mesh::reconciler::kRunHelp, mesh::reconciler::RunDaemon, JsonOutput::kNever},
     {"hold", "ask a running daemon to observe only, for a while", mesh::reconciler::kHoldHelp,
      mesh::reconciler::RunHold, JsonOutput::kOnFlag},
+    {"status", "what a running daemon sees: hold, lease, last pass, drift (no token)",
+     mesh::reconciler::kStatusHelp, mesh::reconciler::RunStatus, JsonOutput::kOnFlag},
     {"release", "end a hold on a running daemon", mesh::reconciler::kReleaseHelp,
      mesh::reconciler::RunRelease, JsonOutput::kOnFlag},
     {"show-stream", "print one stream's configuration and state as the server answers",

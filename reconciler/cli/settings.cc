@@ -251,6 +251,13 @@ const std::map<std::string, FlagSpec>& Flags() {
       {"reason",
        {FlagKind::kString,
         [](Settings& s, const std::string& v) { return SetString(s.reason, v); }}},
+      {"scope",
+       {FlagKind::kString,
+        [](Settings& s, const std::string& v) -> std::string {
+          if (v != "bus" && v != "pod") return "--scope: expected bus or pod";
+          s.hold_scope = v;
+          return "";
+        }}},
       {"once",
        {FlagKind::kSwitch,
         [](Settings& s, const std::string&) {

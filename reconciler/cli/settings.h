@@ -55,6 +55,7 @@ struct Settings : PassSettings {
   std::string remote;                                  // --remote http://127.0.0.1:9464
   std::chrono::milliseconds hold_for{30 * 60 * 1000};  // --for 30m
   std::string reason;              // --reason "restoring DECL from backup" (hold, release)
+  std::string hold_scope;          // --scope bus|pod (hold); empty: the daemon's default
   Confirm confirm = Confirm::kNo;  // --yes (delete-stream, delete-consumer)
   bool once = false;               // --once
   bool help = false;               // --help / -h

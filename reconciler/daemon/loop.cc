@@ -379,7 +379,9 @@ void Loop::RunBusHoldChange(PassRunner& runner, const BusHoldChange& change) {
       [](const std::string& error) { return Status(Errc::kInternal, error); });
   const BusHoldView view = CatchingBugs(
       metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
-      [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
+      [](const std::string& error) {
+        return BusHoldView{std::nullopt, error};
+      });
   if (done.ok() && write) {
     Log(LogLevel::kInfo, 0, "bus hold written: every instance observes only",
         {{"scope", "bus"},
@@ -547,8 +549,7 @@ void Loop::NoteUsersFileLocked(const PassReport& report) {
 }
 
 bool Loop::HeldLocked(Clock::time_point now) const {
-  return (hold_until_ && now < *hold_until_) ||
-         (bus_hold_ && InForce(*bus_hold_, UnixMillisNow()));
+  return (hold_until_ && now < *hold_until_) || (bus_hold_ && InForce(*bus_hold_, UnixMillisNow()));
 }
 
 std::chrono::milliseconds Loop::JitteredLocked(std::chrono::milliseconds base, double jitter) {
@@ -711,7 +712,9 @@ void Loop::Run(PassRunner& runner) {
       UpdateLeaseHolder(runner, metrics_);
       const BusHoldView hold = CatchingBugs(
           metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
-          [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
+          [](const std::string& error) {
+            return BusHoldView{std::nullopt, error};
+          });
       lock.Lock();
       heartbeat_ = Clock::now();
       NoteBusHoldLocked(hold);
@@ -778,7 +781,9 @@ void Loop::Run(PassRunner& runner) {
       UpdateLeaseHolder(runner, metrics_);
       hold = CatchingBugs(
           metrics_, pass_id, "bus hold state", [&] { return runner.bus_hold(); },
-          [](const std::string& error) { return BusHoldView{std::nullopt, error}; });
+          [](const std::string& error) {
+            return BusHoldView{std::nullopt, error};
+          });
     }
     lock.Lock();
     running_pass_ = false;

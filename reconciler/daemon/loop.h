@@ -312,8 +312,8 @@ class Loop {
   // The pod hold stands in for a bus hold whose record is not written yet (or could not be).
   bool hold_standin_ GUARDED_BY(mutex_) = false;
   std::optional<BusHoldChange> bus_change_ GUARDED_BY(mutex_);  // asked for, not yet run
-  std::optional<BusHold> bus_hold_ GUARDED_BY(mutex_);  // as the runner last read it
-  std::string bus_hold_error_ GUARDED_BY(mutex_);       // why the last change failed
+  std::optional<BusHold> bus_hold_ GUARDED_BY(mutex_);          // as the runner last read it
+  std::string bus_hold_error_ GUARDED_BY(mutex_);               // why the last change failed
   Clock::time_point heartbeat_ GUARDED_BY(mutex_){};
   bool bus_connected_ GUARDED_BY(mutex_) = false;
   std::shared_ptr<const AdvisoryScope> advisory_scope_

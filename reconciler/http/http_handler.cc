@@ -260,8 +260,8 @@ HttpReply HandleHold(const HttpState& state, std::string_view query, const std::
   auto it = params->find("for");
   const size_t expected = 1 + params->count("reason") + params->count("scope");
   if (it == params->end() || params->size() != expected) {
-    return JsonError(400,
-                     "expected ?for=DURATION (e.g. 30m), at most a reason=TEXT and a scope=bus|pod");
+    return JsonError(
+        400, "expected ?for=DURATION (e.g. 30m), at most a reason=TEXT and a scope=bus|pod");
   }
   HoldScope scope = state.DefaultHoldScope();
   if (auto named = params->find("scope"); named != params->end()) {

@@ -802,6 +802,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
 
 void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   report.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  report.finished_unix_ms = UnixMillisNow();
   if (settings.bus.password == own_password) previous_key.reset();  // no rotation under way
   // Until the hashes are done the users file lacks (or cannot prove) those credentials, so the
   // pass is not converged, and says why; the hashing's end wakes the pass that writes it.
@@ -936,6 +937,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     return report;
   }
   report.readiness = ServerReadiness::kReady;
+  report.server_version = observed->server.version;
   report.unhealthy = UnhealthyOf(*observed);
   report.advisory_scope = ScopeOf(desired, *observed);
   deletions->SetScope(report.advisory_scope);
@@ -1311,8 +1313,7 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   return state;
 }
 
-Reconciler::Impl::HoldVerdict Reconciler::Impl::CheckBusHold(uint64_t pass_id,
-                                                              PassReport& report) {
+Reconciler::Impl::HoldVerdict Reconciler::Impl::CheckBusHold(uint64_t pass_id, PassReport& report) {
   const BusHoldView before = lease->bus_hold();
   const BusHoldView& view =
       lease->CheckBusHold(bus->native_handle(), cluster_size, UnixMillisNow());

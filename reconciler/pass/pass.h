@@ -25,8 +25,8 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/plan/advisory_filter.h"
-#include "reconciler/plan/contest.h"
 #include "reconciler/plan/bus_hold.h"
+#include "reconciler/plan/contest.h"
 #include "reconciler/plan/lease.h"
 #include "reconciler/plan/plan.h"
 
@@ -84,6 +84,8 @@ struct PassReport {
   std::vector<DriftEntry> remaining;    // drift after apply (re-observed)
   std::vector<std::string> remaining_problems;
   double duration_seconds = 0;
+  int64_t finished_unix_ms = 0;  // wall clock, for people (`status`); 0 when not known
+  std::string server_version;    // as the server's /varz said it; empty when not observed
   int64_t api_requests = 0;
   // Lanes (observers::Spread::kLanes) the bus failed to open since the previous pass's report
   // (logged as a warning; mesh_reconciler_bus_lane_open_failures_total). Not in the JSON report.

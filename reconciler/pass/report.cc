@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "model/digest.h"
+#include "model/json_read.h"
 #include "model/spec_json.h"
 #include "reconciler/pass/pass.h"
 
@@ -32,6 +33,22 @@ std::optional<E> FromName(const std::string& text, E last, NameFn name) {
 
 const char* ModeName(ApplyMode mode) {
   return mode == ApplyMode::kApply ? "apply" : "observe_only";
+}
+
+const char* UsersFileCheckName(UsersFileCheck check) {
+  switch (check) {
+    case UsersFileCheck::kNone:
+      return "none";
+    case UsersFileCheck::kCompared:
+      return "compared";
+    case UsersFileCheck::kLeftAlone:
+      return "left_alone";
+  }
+  return "none";
+}
+
+const char* LeaseRoleName(LeaseRole role) {
+  return ToString(role);
 }
 
 // ---------- JSON writing ----------
@@ -503,6 +520,14 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   w.Double(report.duration_seconds);
   Field(w, "api_requests", report.api_requests);
   Field(w, "passwords_hashed", report.passwords_hashed);
+  Field(w, "finished_unix_ms", report.finished_unix_ms);
+  Field(w, "server_version", report.server_version);
+  Field(w, "users_file_check", UsersFileCheckName(report.users_file_check));
+  w.Key("lease");
+  w.StartObject();
+  Field(w, "role", ToString(report.lease.role));
+  Field(w, "holder", report.lease.holder);
+  w.EndObject();
 }
 
 }  // namespace
@@ -616,6 +641,20 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   report.duration_seconds = r.Double(doc, "duration_seconds", "$");
   report.api_requests = r.Int(doc, "api_requests", "$");
   report.passwords_hashed = r.Int(doc, "passwords_hashed", "$");
+  // Written since the status command (issue 37); absent from older daemons' reports.
+  if (const rapidjson::Value* v = model::json::Member(doc, "finished_unix_ms"); v && v->IsInt64())
+    report.finished_unix_ms = v->GetInt64();
+  report.server_version = model::json::String(doc, "server_version");
+  report.users_file_check = FromName<UsersFileCheck>(model::json::String(doc, "users_file_check"),
+                                                     UsersFileCheck::kLeftAlone, UsersFileCheckName)
+                                .value_or(UsersFileCheck::kNone);
+  if (const rapidjson::Value* lease = model::json::Member(doc, "lease");
+      lease && lease->IsObject()) {
+    report.lease.role =
+        FromName<LeaseRole>(model::json::String(*lease, "role"), LeaseRole::kUnknown, LeaseRoleName)
+            .value_or(LeaseRole::kOff);
+    report.lease.holder = model::json::String(*lease, "holder");
+  }
   if (!r.ok()) return Status(Errc::kInvalidArgument, "pass report: " + r.error());
   return report;
 }

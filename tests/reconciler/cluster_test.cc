@@ -327,7 +327,8 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
       seconds(180));
   INFO(first.error);
   REQUIRE(acquired);
-  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis()).role == LeaseRole::kStandby);
+  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis()).role ==
+        LeaseRole::kStandby);
 
   auto admin = observers::BusConnection::Connect(
       mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
@@ -364,8 +365,10 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   };
   const bool held_again = mesh::testing::WaitFor(
       [&] {
-        LeaseState mine = a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
-        LeaseState other = b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+        LeaseState mine =
+            a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+        LeaseState other =
+            b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
         last_a = describe(mine);
         if (other.role == LeaseRole::kHolder && b_held++ == 0) {
           first_b_hold =

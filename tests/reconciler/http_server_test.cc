@@ -43,8 +43,7 @@ class BlockingState : public HttpState {
     changed_.wait(lock, [&] { return !block_; });
     return std::string("{\"pass_id\":1}");
   }
-  Result<HoldState> Hold(std::chrono::milliseconds, const HoldRequest&,
-                         HoldScope) const override {
+  Result<HoldState> Hold(std::chrono::milliseconds, const HoldRequest&, HoldScope) const override {
     return HoldState{true, 0, "", ""};
   }
   bool Release(const HoldRequest&) const override { return false; }

@@ -380,7 +380,7 @@ TEST_CASE("Lease identities, time to live and the extra permission", "[lease]") 
     CHECK(LeaseTtlFor(interval) >= 4 * LeaseRoundFor(interval));
   }
   CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder",
-                                                      "$KV.mesh_reconciler_lease.hold"});
+                                                        "$KV.mesh_reconciler_lease.hold"});
   CHECK(std::string(ToString(LeaseRole::kHolder)) == "holder");
   CHECK(std::string(ToString(LeaseRole::kStandby)) == "standby");
 }
