@@ -3,7 +3,8 @@
 // Usage: node tests/charts/assert.mjs RENDERED.yaml CHECK [ARG...]
 //   pod                    the pod's wiring: shared volumes, pid file, init container, probes,
 //                          ports, users, security contexts, credentials only from Secrets
-//   cluster N              N members: replicas, routes through the headless Service, PDB
+//   cluster N [open]       N members: replicas, routes through the headless Service (with the
+//                          route credential; open: routes.authorization false), PDB
 //   monitoring KIND|none [RUNBOOK_BASE_URL]
 //                          PodMonitor / ServiceMonitor / none, and the PrometheusRule
 //   no-rules               no PrometheusRule
@@ -117,7 +118,10 @@ function checkPod(docs) {
   const sidecarUsers = where(pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_USERS_FILE'), 'MESH_RECONCILER_USERS_FILE');
   check(sidecarUsers.id === out.id, `the sidecar writes ${sidecarUsers.id}, nats includes ${out.id}`);
   check(!sidecarUsers.mount.readOnly, 'the sidecar mounts the users folder read-only');
-  check(!/^\s*(accounts|authorization)\s*[{:]/m.test(conf), 'nats.conf defines accounts or authorization itself');
+  // Clients' accounts and users are the users file's; the cluster block's authorization is the
+  // routes' (checked by `cluster`).
+  const outsideCluster = conf.replace(/^\s*cluster\s*{[\s\S]*?^\s*}/m, '');
+  check(!/^\s*(accounts|authorization)\s*[{:]/m.test(outsideCluster), 'nats.conf defines accounts or authorization itself');
 
   const natsPid = where(pod, nats, natsSetting(conf, 'pid_file'), 'pid_file');
   check(natsPid.volume.emptyDir, 'the pid file is not on an emptyDir');
@@ -199,7 +203,7 @@ function checkPod(docs) {
               `metrics port ${listen}, uid ${natsUid})`);
 }
 
-function checkCluster(docs, n) {
+function checkCluster(docs, n, open) {
   const { sts, pod, byName } = statefulSet(docs);
   check(sts.spec.replicas === n, `replicas ${sts.spec.replicas}, expected ${n}`);
   const { conf } = natsConfig(docs, pod, byName.nats);
@@ -223,7 +227,28 @@ function checkCluster(docs, n) {
   check(block, 'no cluster block in nats.conf');
   const clusterPort = portOf(natsSetting(block, 'listen'));
   const ns = sts.metadata.namespace;
-  const routes = [...block.matchAll(/nats:\/\/[^\s,\]]+/g)].map((m) => m[0]).sort();
+  // Closed routes (routes.authorization, the default): nats.conf takes the authorization block
+  // and the routes from the nats container's environment, where Kubernetes puts the password in
+  // from a secretKeyRef; every route carries the credential. Open: the routes are in nats.conf.
+  let routeText = block;
+  const env = (name) => (byName.nats.env ?? []).find((e) => e.name === name);
+  if (open) {
+    check(!/authorization/.test(block), 'routes.authorization false, but the cluster block has an authorization');
+    check(!env('MESH_ROUTES'), 'routes.authorization false, but MESH_ROUTES is set');
+  } else {
+    check(/^\s*authorization\s*:\s*\$MESH_ROUTE_AUTH\s*$/m.test(block), 'the cluster block does not take its authorization from $MESH_ROUTE_AUTH');
+    check(/^\s*routes\s*:\s*\$MESH_ROUTES\s*$/m.test(block), 'the cluster block does not take its routes from $MESH_ROUTES');
+    check(env('MESH_ROUTE_PASSWORD')?.valueFrom?.secretKeyRef, 'MESH_ROUTE_PASSWORD is not from a Secret');
+    const auth = env('MESH_ROUTE_AUTH')?.value ?? '';
+    check(/password: "\$\(MESH_ROUTE_PASSWORD\)"/.test(auth), `MESH_ROUTE_AUTH ${auth} does not name $(MESH_ROUTE_PASSWORD)`);
+    const user = auth.match(/user: "([^"]+)"/)?.[1];
+    routeText = env('MESH_ROUTES')?.value ?? '';
+    const urls = [...routeText.matchAll(/nats:\/\/[^\s,\]"]+/g)].map((m) => m[0]);
+    check(urls.length === n && urls.every((u) => u.startsWith(`nats://${user}:$(MESH_ROUTE_PASSWORD)@`)),
+          `not every route carries the credential of ${user}: ${routeText}`);
+    routeText = routeText.replaceAll(`${user}:$(MESH_ROUTE_PASSWORD)@`, '');
+  }
+  const routes = [...routeText.matchAll(/nats:\/\/[^\s,\]"]+/g)].map((m) => m[0]).sort();
   const expected = [...Array(n).keys()]
     .map((i) => `nats://${sts.metadata.name}-${i}.${headless.metadata.name}.${ns}.svc.cluster.local:${clusterPort}`)
     .sort();
@@ -232,7 +257,7 @@ function checkCluster(docs, n) {
   check(headless.spec.ports.some((p) => p.port === clusterPort), 'the headless Service lacks the cluster port');
   check(/^\s*server_name\s*:\s*\$POD_NAME\s*$/m.test(conf), 'server_name is not the pod name');
   check(pdb?.spec?.maxUnavailable === 1, 'no PodDisruptionBudget with maxUnavailable 1');
-  console.log(`cluster ok: ${n} routes through ${headless.metadata.name}, PodDisruptionBudget`);
+  console.log(`cluster ok: ${n} ${open ? 'open' : 'authenticated'} routes through ${headless.metadata.name}, PodDisruptionBudget`);
 }
 
 function checkMonitoring(docs, kind, runbookBaseUrl) {
@@ -330,7 +355,7 @@ await main(async ([file, name, ...args]) => {
   const docs = manifests.map((m) => m.doc);
   switch (name) {
     case 'pod': return checkPod(docs);
-    case 'cluster': return checkCluster(docs, Number(args[0]));
+    case 'cluster': return checkCluster(docs, Number(args[0]), args[1] === 'open');
     case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
     case 'confined': return checkConfined(manifests, args);
     case 'extras': return checkExtras(docs);

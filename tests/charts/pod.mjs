@@ -4,7 +4,8 @@
 //     written out from the rendered manifests, emptyDirs and claim templates are empty);
 //   - every container gets a launcher ROOT/run/<container>.sh that runs its command and args
 //     with its environment (literal values, fieldRefs, secretKeyRefs resolved from the
-//     manifests) and nothing else from ours but PATH.
+//     manifests; $(NAME) in a value replaced as Kubernetes does) and nothing else from ours but
+//     PATH.
 // Absolute paths under a mount point, in args, env values and ConfigMap contents, are mapped to
 // ROOT/<path>; 0.0.0.0 becomes 127.0.0.1; each --host NAME=ADDRESS replaces the text NAME by
 // ADDRESS (the cluster routes' pod DNS names, which do not resolve here). Nothing else is
@@ -135,19 +136,28 @@ await main(async (argv) => {
     return values[fieldPath];
   };
 
-  const envOf = (container) =>
-    (container.env ?? []).map((e) => {
-      if ('value' in e) return [e.name, mapText(String(e.value))];
-      if (e.valueFrom?.fieldRef) return [e.name, fieldValue(e.valueFrom.fieldRef.fieldPath)];
-      if (e.valueFrom?.secretKeyRef) {
+  // Kubernetes replaces $(NAME) in a value by an earlier variable of the same container ($$ is a
+  // literal $; an unknown NAME stays as written).
+  const expand = (text, known) =>
+    text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (all, name) =>
+      name === undefined ? '$' : (known.has(name) ? known.get(name) : all));
+
+  const envOf = (container) => {
+    const known = new Map();
+    return (container.env ?? []).map((e) => {
+      let value;
+      if ('value' in e) value = expand(mapText(String(e.value)), known);
+      else if (e.valueFrom?.fieldRef) value = fieldValue(e.valueFrom.fieldRef.fieldPath);
+      else if (e.valueFrom?.secretKeyRef) {
         const ref = e.valueFrom.secretKeyRef;
         const bytes = objectData(lookup('Secret', ref.name), ref.key);
         check(bytes, `Secret ${ref.name} has no key ${ref.key}`);
-        return [e.name, bytes.toString()];
-      }
-      check(false, `${container.name}: env ${e.name} is not supported`);
-      return undefined;
+        value = bytes.toString();
+      } else check(false, `${container.name}: env ${e.name} is not supported`);
+      known.set(e.name, value);
+      return [e.name, value];
     });
+  };
 
   // Launchers.
   const runDir = path.join(root, 'run');

@@ -35,6 +35,7 @@ pids=()
 # Fake secrets: each must end up in Secrets only.
 readonly kPassword="fake-reconciler-password-5e1b"
 readonly kToken="fake-admin-token-c0d4-7a9e51b3f68d2c40"
+readonly kRoutePassword="fake-route-password-93c1d7"
 readonly kRecords="$root/tests/charts/records.json"
 mapfile -t record_passwords < <(grep -o '"password": *"[^"]*"' "$kRecords" | sed 's/.*: *"\(.*\)"/\1/')
 
@@ -120,7 +121,8 @@ notes_commands() {
 }
 
 with_secrets=(--set-file "records.content=$kRecords"
-              --set "reconcilerPassword.value=$kPassword" --set "adminToken.value=$kToken")
+              --set "reconcilerPassword.value=$kPassword" --set "adminToken.value=$kToken"
+              --set "routePassword.value=$kRoutePassword")
 
 # --- lint and render ---------------------------------------------------------------------
 
@@ -173,13 +175,37 @@ contradictions_refused() {
   refused "adminToken: set either value or existingSecret, not both" \
     --set adminToken.value=x --set adminToken.existingSecret=y &&
   refused "adminToken.value: shorter than 32 characters" --set adminToken.value=short-token &&
-  refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true
+  refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true &&
+  refused "routePassword: set either value or existingSecret, not both" --set replicas=3 \
+    --set routePassword.value=x --set routePassword.existingSecret=y &&
+  refused "routePassword.value: Does not match pattern" --set 'routePassword.value=a@b' &&
+  refused "routes.tls.secretName (or tls.existingSecret) is required" --set replicas=3 --set routes.tls.enabled=true
 }
 
 secrets_confined() {
-  local out="$work/secrets.yaml"
+  local out="$work/secrets.yaml" out3="$work/secrets-3.yaml"
   render "$out" "${with_secrets[@]}" || return 1
-  node tests/charts/assert.mjs "$out" confined "$kPassword" "$kToken" "${record_passwords[@]}"
+  node tests/charts/assert.mjs "$out" confined "$kPassword" "$kToken" "${record_passwords[@]}" || return 1
+  # With 3 replicas the route password too (in the route URLs through $(MESH_ROUTE_PASSWORD)).
+  render "$out3" "${with_secrets[@]}" --set replicas=3 || return 1
+  grep -q 'route-password:' "$out3" || { echo "no route-password in the credentials Secret"; return 1; }
+  node tests/charts/assert.mjs "$out3" confined "$kPassword" "$kToken" "$kRoutePassword" "${record_passwords[@]}"
+}
+
+# The route password is generated into the chart's Secret when none is given, and only with
+# more than one replica and routes.authorization.
+route_password_generated() {
+  local out="$work/route-generated.yaml"
+  render "$out" --set replicas=3 || return 1
+  grep -q '^  route-password: [A-Za-z0-9+/=]\{40,\}$' "$out" || { echo "no generated route-password"; return 1; }
+  render "$out" || return 1
+  if grep -q 'route-password\|MESH_ROUTE' "$out"; then echo "one replica, yet a route credential"; return 1; fi
+  render "$out" --set replicas=3 --set routes.authorization=false || return 1
+  if grep -q 'route-password\|MESH_ROUTE' "$out"; then echo "routes.authorization false, yet a route credential"; return 1; fi
+  render "$out" --set replicas=3 --set routePassword.existingSecret=cp-routes --set routePassword.key=pw || return 1
+  if grep -q 'route-password:' "$out"; then echo "routePassword.existingSecret, yet the chart's Secret holds one"; return 1; fi
+  grep -A1 'name: cp-routes' "$out" | grep -q 'key: pw' || { echo "the existing route Secret is not referenced"; return 1; }
+  echo "generated with 3 replicas; none with one, with routes.authorization false, or with an existing Secret"
 }
 
 existing_secrets_used() {
@@ -236,6 +262,12 @@ make_tls_secret() {  # OUT: a kubernetes.io/tls Secret "mesh-tls" for 127.0.0.1,
     printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: mesh-tls\ntype: kubernetes.io/tls\ndata:\n'
     for key in tls.crt tls.key ca.crt; do printf '  %s: %s\n' "$key" "$(base64 -w0 "$dir/$key")"; done
   } >"$1"
+}
+
+route_tls_config_valid() {
+  make_tls_secret "$work/tls-secret.yaml" || return 1
+  nats_config_valid route-tls "$work/tls-secret.yaml" -- --set replicas=3 --set routes.tls.enabled=true \
+    --set routes.tls.secretName=mesh-tls
 }
 
 tls_config_valid() {
@@ -321,6 +353,8 @@ run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
 run_test "render: default values" render_and_check default "pod;cluster 1;monitoring none"
 run_test "render: 3-member cluster" render_and_check cluster "pod;cluster 3;monitoring none" --set replicas=3
+run_test "render: 3-member cluster, routes.authorization false (open routes)" render_and_check open \
+  "pod;cluster 3 open" --set replicas=3 --set routes.authorization=false
 run_test "render: monitoring with a PodMonitor and the Grafana dashboard" render_and_check podmonitor \
   "pod;monitoring PodMonitor" --set monitoring.enabled=true --set monitoring.dashboard.enabled=true
 run_test "render: monitoring with a ServiceMonitor and a runbook base URL" render_and_check servicemonitor \
@@ -343,9 +377,11 @@ run_test "values: typos are refused by values.schema.json" typos_refused
 run_test "values: contradictions are refused" contradictions_refused
 run_test "secrets: fake password, token and records passwords appear in Secrets only" secrets_confined
 run_test "secrets: existing Secrets are used instead of the chart's" existing_secrets_used
+run_test "secrets: the route password is generated with 3 replicas only, unless given" route_password_generated
 run_test "nats-server -t accepts nats.conf: standalone" nats_config_valid standalone --
 run_test "nats-server -t accepts nats.conf: 3-member cluster" nats_config_valid cluster -- --set replicas=3
 run_test "nats-server -t accepts nats.conf: TLS" tls_config_valid
+run_test "nats-server -t accepts nats.conf: 3 members, routes with TLS" route_tls_config_valid
 run_test "nats-server -t accepts nats.conf: extension points (nats.extraConfig)" nats_config_valid extras \
   tests/charts/extras-manifests.yaml -- \
   -f tests/charts/extras-values.yaml
@@ -727,6 +763,157 @@ runtime3_steps=(
 )
 
 run_steps runtime3_steps "$rt3/nats-*.log" "$rt3/sidecar-*.log"
+
+# --- runtime: closed routes on real nats-servers --------------------------------------------
+# The nats containers of three pods, as rendered (nats.conf from the ConfigMap, the route
+# credential from the Secret through the container's environment; only ports and paths mapped),
+# form a cluster; a server rendered without the credential, or with another password, routing
+# to them is refused and never becomes a member. No mesh-reconciler runs here (a stub users
+# file), so these need no MESH_BINARY.
+
+rc="$work/routes"
+
+# routes_ids PORT...: per monitor port, "SERVER_ID REMOTE_ID..." (the routes that completed
+# their handshake); fails while a server does not answer.
+routes_ids() {
+  # shellcheck disable=SC2016  # JavaScript, not shell
+  node -e '
+    (async () => {
+      for (const port of process.argv.slice(1)) {
+        const get = async (path) => (await fetch(`http://127.0.0.1:${port}${path}`)).json();
+        const varz = await get("/varz");
+        const routez = await get("/routez");
+        const remotes = [...new Set((routez.routes ?? []).map((r) => r.remote_id).filter(Boolean))];
+        console.log([varz.server_id, ...remotes].join(" "));
+      }
+    })().catch(() => process.exit(1));' "$@"
+}
+
+# routes_layout NAME FULLNAME PORTS_VAR PEERS [helm args...]: renders one release with three
+# members, lays out pod I (0..2) under $rc/NAME-I with the ports in PORTS_VAR (client, monitor,
+# cluster per pod), its route hosts mapped to the cluster ports PEERS ("p0 p1 p2").
+routes_layout() {
+  local name="$1" fullname="$2" peers="$4" i j
+  local -n ports_of="$3"
+  shift 4
+  local peer_ports
+  read -ra peer_ports <<<"$peers"
+  local count=$((${#ports_of[@]} / 3))
+  for ((i = 0; i < count; i++)); do
+    local out="$rc/$name-$i.yaml" dir="$rc/$name-$i"
+    render "$out" "${with_secrets[@]}" --set replicas=3 --set "fullnameOverride=$fullname" \
+      --set "nats.ports.client=${ports_of[3 * i]}" --set "nats.ports.monitor=${ports_of[3 * i + 1]}" \
+      --set "nats.ports.cluster=${ports_of[3 * i + 2]}" "$@" || return 1
+    local hosts=()
+    for j in 0 1 2; do
+      hosts+=(--host "$fullname-$j.$fullname-headless.mesh-test.svc.cluster.local:${ports_of[3 * i + 2]}=127.0.0.1:${peer_ports[j]}")
+    done
+    node tests/charts/pod.mjs "$out" --root "$dir" --ordinal "$i" "${hosts[@]}" --extra "$work/tls-secret.yaml" \
+      --bin mesh-reconciler=/bin/false --bin "nats-server=$nats_server" >/dev/null || return 1
+    # shellcheck disable=SC2016  # a literal bcrypt hash
+    printf 'accounts { MESH { jetstream: enabled, users: [ {user: stub, password: "%s"} ] } }\n' \
+      '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$dir/etc/nats-users/users.conf"
+    "$dir/run/nats.sh" >"$dir.log" 2>&1 &
+    pids+=("$!")
+    echo "$!" >"$dir.pid"
+  done
+}
+
+# Every member's completed routes name the other two members (by server id).
+routes_formed() {  # MONITOR_PORT...
+  local lines ids=() line
+  mapfile -t lines < <(routes_ids "$@") || return 1
+  ((${#lines[@]} == $#)) || return 1
+  for line in "${lines[@]}"; do ids+=("${line%% *}"); done
+  for line in "${lines[@]}"; do
+    local id
+    for id in "${ids[@]}"; do
+      [[ "$id" == "${line%% *}" ]] && continue
+      [[ " $line " == *" $id "* ]] || return 1
+    done
+  done
+}
+
+routes_stop() {  # NAME COUNT
+  local i
+  for ((i = 0; i < $2; i++)); do [[ -s "$rc/$1-$i.pid" ]] && stop_pid "$(cat "$rc/$1-$i.pid")"; done
+  return 0
+}
+
+routes_members=()
+routes_monitors=()
+# routes_cluster NAME [helm args...]: three members formed with the credential.
+routes_cluster() {
+  local name="$1"
+  shift
+  mkdir -p "$rc"
+  [[ -s "$work/tls-secret.yaml" ]] || make_tls_secret "$work/tls-secret.yaml" || return 1
+  read -ra routes_members <<<"$(free_ports 9)" || return 1
+  routes_monitors=("${routes_members[1]}" "${routes_members[4]}" "${routes_members[7]}")
+  routes_layout "$name" mesh-closed routes_members \
+    "${routes_members[2]} ${routes_members[5]} ${routes_members[8]}" "$@" || return 1
+  if ! wait_for 60 routes_formed "${routes_monitors[@]}"; then
+    echo "the three members did not route to each other within 60 s:"
+    routes_ids "${routes_monitors[@]}"
+    tail -5 "$rc/$name"-*.log
+    return 1
+  fi
+  grep -q "MESH_ROUTES=" "$rc/$name-0/run/nats.sh" || { echo "the route credential is not in the environment"; return 1; }
+  echo "3 members routed to each other (each /routez names the other two): $(routes_ids "${routes_monitors[@]}" | tr '\n' ';')"
+}
+
+# The intruder has been refused by every member's cluster port.
+refused_by_all() {  # LOG
+  local port
+  for port in "${routes_members[2]}" "${routes_members[5]}" "${routes_members[8]}"; do
+    grep -q "127.0.0.1:$port - rid:[0-9]* - Route Error 'Authorization Violation'" "$1" || return 1
+  done
+}
+
+# routes_intruder NAME [helm args...]: one more server, rendered with the given values, routing
+# to the three members: refused by each, and in no member's routes.
+routes_intruder() {
+  local name="$1"
+  shift
+  local ports
+  read -ra ports <<<"$(free_ports 3)" || return 1
+  routes_layout "$name" mesh-intruder ports \
+    "${routes_members[2]} ${routes_members[5]} ${routes_members[8]}" "$@" || return 1
+  local log="$rc/$name-0.log"
+  if ! wait_for 30 refused_by_all "$log"; then
+    echo "the intruder was not refused by all three members within 30 s:"
+    tail -20 "$log"
+    return 1
+  fi
+  local intruder line
+  intruder="$(routes_ids "${ports[1]}")" || { echo "the intruder's monitor does not answer"; return 1; }
+  [[ "$intruder" != *" "* ]] || { echo "the intruder has routes: $intruder"; return 1; }
+  while read -r line; do
+    [[ " $line " != *" $intruder "* ]] || { echo "a member routes to the intruder: $line"; return 1; }
+  done < <(routes_ids "${routes_monitors[@]}")
+  routes_formed "${routes_monitors[@]}" || { echo "the members lost each other"; return 1; }
+  routes_stop "$name" 1
+  echo "refused by the three members (Authorization Violation), in no member's routes"
+}
+
+routes_closed() {
+  routes_cluster closed || return 1
+  routes_intruder open --set routes.authorization=false || return 1
+  routes_intruder wrong --set routePassword.value=not-the-route-password
+}
+
+routes_closed_tls() {
+  routes_cluster tls --set routes.tls.enabled=true --set routes.tls.secretName=mesh-tls || return 1
+  routes_intruder tls-open --set routes.authorization=false --set routes.tls.enabled=true \
+    --set routes.tls.secretName=mesh-tls
+}
+
+run_test "runtime, closed routes: 3 members form the cluster with the route credential; a server without it (open routes, another password) is refused" \
+  routes_closed
+routes_stop closed 3
+run_test "runtime, closed routes with TLS: 3 members form the cluster; a server with the CA but without the credential is refused" \
+  routes_closed_tls
+routes_stop tls 3
 
 echo "chart_test: $passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
