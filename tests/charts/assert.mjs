@@ -12,6 +12,7 @@
 //   extras                 imagePullSecrets, ServiceAccount, extra containers/volumes/env and
 //                          nats.extraConfig as chart_test.sh renders them
 //   jetstream-only         reconciler.usersFile: none: no users file anywhere
+//   helm-test              the `helm test` Pod runs plan against the client Service
 // Each check prints what it verified; the first failed assertion exits 1 naming it.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -260,13 +261,20 @@ function checkCluster(docs, n, open) {
   console.log(`cluster ok: ${n} ${open ? 'open' : 'authenticated'} routes through ${headless.metadata.name}, PodDisruptionBudget`);
 }
 
-function checkMonitoring(docs, kind, runbookBaseUrl) {
+function checkMonitoring(docs, kind, runbookBaseUrl, release = undefined) {
   const { sts, byName } = statefulSet(docs);
+  release ??= sts.metadata.name;
   const podLabels = sts.spec.template.metadata.labels;
   const selects = (selector, labels) => Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
   const podMonitors = docs.filter((d) => d.kind === 'PodMonitor');
   const serviceMonitors = docs.filter((d) => d.kind === 'ServiceMonitor');
-  const jobRelabel = (e) => (e.relabelings ?? []).some((r) => r.targetLabel === 'job' && r.replacement === 'mesh-reconciler');
+  // The job every rule selects (one, read from the rules), set by the scrape; and bus, by which
+  // MeshLeaseHoldersNotOne counts, set to the release's name.
+  const jobs = new Set([...fs.readFileSync(kRulesFile, 'utf8').matchAll(/job="([^"]*)"/g)].map((m) => m[1]));
+  check(jobs.size === 1, `the rules select ${jobs.size} jobs: ${[...jobs]}`);
+  const [job] = jobs;
+  const jobRelabel = (e) => (e.relabelings ?? []).some((r) => r.targetLabel === 'job' && r.replacement === job) &&
+    (e.relabelings ?? []).some((r) => r.targetLabel === 'bus' && r.replacement === release);
   if (kind === 'none') {
     check(podMonitors.length + serviceMonitors.length === 0, 'monitoring objects rendered while disabled');
     check(!docs.some((d) => d.kind === 'PrometheusRule'), 'a PrometheusRule rendered while monitoring is disabled');
@@ -278,7 +286,7 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     const [endpoint] = podMonitors[0].spec.podMetricsEndpoints;
     check(selects(podMonitors[0].spec.selector, podLabels), 'the PodMonitor does not select the pods');
     check(endpoint.port === 'metrics' && byName['mesh-reconciler'].ports.some((p) => p.name === 'metrics'), 'the PodMonitor does not scrape port "metrics"');
-    check(jobRelabel(endpoint), 'the PodMonitor does not set job="mesh-reconciler"');
+    check(jobRelabel(endpoint), `the PodMonitor does not set job="${job}" and bus="${release}"`);
   } else {
     check(serviceMonitors.length === 1 && podMonitors.length === 0, 'expected exactly one ServiceMonitor');
     const [endpoint] = serviceMonitors[0].spec.endpoints;
@@ -286,7 +294,7 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     check(services.length === 1, `the ServiceMonitor selects ${services.length} Services, expected 1`);
     check(services[0].spec.ports.some((p) => p.name === endpoint.port), `the selected Service has no port ${endpoint.port}`);
     check(selects({ matchLabels: services[0].spec.selector }, podLabels), 'the selected Service does not select the pods');
-    check(jobRelabel(endpoint), 'the ServiceMonitor does not set job="mesh-reconciler"');
+    check(jobRelabel(endpoint), `the ServiceMonitor does not set job="${job}" and bus="${release}"`);
   }
   const rule = findOne(docs, 'PrometheusRule');
   const expected = YAML.parse(fs.readFileSync(kRulesFile, 'utf8'));
@@ -296,7 +304,7 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     }
   }
   check(util.isDeepStrictEqual(rule.spec, expected), 'the PrometheusRule differs from files/alert-rules.yaml');
-  console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=mesh-reconciler; PrometheusRule = files/alert-rules.yaml`);
+  console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=${job}, bus=${release}; PrometheusRule = files/alert-rules.yaml`);
 }
 
 // The official chart's extension points, as rendered with the values chart_test.sh gives:
@@ -317,7 +325,66 @@ function checkExtras(docs) {
   const { conf } = natsConfig(docs, pod, byName.nats);
   check(/^\s*websocket\s*{\s*port:\s*8080/m.test(conf), 'nats.extraConfig not merged into nats.conf');
   check(conf.indexOf('websocket') < conf.indexOf('include '), 'nats.extraConfig comes after the users file include');
-  console.log(`extension points ok: ${docName(sts)} pull secrets, ServiceAccount, extra container, volume, env, nats.conf merge`);
+  // The official chart's extension points (issue 36).
+  check((byName.nats.ports ?? []).some((p) => p.name === 'websocket' && p.containerPort === 8080), 'nats.extraPorts not rendered');
+  const client = findOne(docs, 'Service', sts.metadata.name);
+  check(client.spec.type === 'LoadBalancer', `service.type ${client.spec.type}`);
+  check(client.metadata.annotations?.['example.com/load-balancer'] === 'internal', 'service.annotations not rendered');
+  check(client.metadata.labels?.exposure === 'internal', 'service.labels not rendered');
+  check(client.spec.ports.some((p) => p.name === 'websocket' && p.port === 8080 && p.targetPort === 'websocket'), 'service.extraPorts not rendered');
+  check(client.spec.ports.some((p) => p.name === 'client'), 'the client port is gone from the Service');
+  const selector = sts.spec.selector.matchLabels;
+  check(pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution, 'affinity.nodeAffinity not rendered');
+  check(pod.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution, 'podAntiAffinity soft is lost beside affinity');
+  const spread = pod.topologySpreadConstraints ?? [];
+  check(spread.length === 1 && spread[0].topologyKey === 'topology.kubernetes.io/zone', 'topologySpreadConstraints not rendered');
+  check(util.isDeepStrictEqual(spread[0].labelSelector, { matchLabels: selector }), 'a spread constraint without labelSelector does not get the pod labels');
+  check(pod.nodeSelector?.disk === 'ssd', 'nodeSelector not rendered');
+  check(pod.tolerations?.[0]?.key === 'dedicated' && pod.tolerations[0].effect === 'NoSchedule', 'tolerations not rendered');
+  check(pod.priorityClassName === 'mesh-critical', 'priorityClassName not rendered');
+  const podMeta = sts.spec.template.metadata;
+  check(podMeta.labels?.team === 'mesh', 'podLabels not rendered');
+  check(Object.entries(selector).every(([k, v]) => podMeta.labels[k] === v), 'the pod lost its selector labels');
+  check(podMeta.annotations?.['example.com/kept'] === 'yes', 'podAnnotations not rendered');
+  check(podMeta.annotations?.['checksum/config'], 'the config checksum annotation is lost');
+  // The patches: each container's, then the pod's.
+  check(envValue(byName.nats, 'GOMEMLIMIT') === '900MiB', 'nats.patch (add /env/-) not applied');
+  check(byName.nats.resources?.limits?.memory === '2Gi', 'nats.patch (replace) not applied');
+  check(byName['mesh-reconciler'].env[0].name === 'PATCHED_SIDECAR', 'reconciler.patch (add /env/0) not applied');
+  check(envValue(byName['mesh-reconciler'], 'MESH_RECONCILER_RECORDS'), 'reconciler.patch lost the sidecar\'s environment');
+  check(envValue(byName['render-users'], 'PATCHED_INIT') === '1', 'reconciler.initContainerPatch not applied');
+  check(envValue(byName['render-users'], 'PATCHED_SIDECAR') === undefined, 'reconciler.patch reached the init container');
+  check(podMeta.annotations?.['example.com/patched'] === 'yes', 'podTemplate.patch (add, ~1) not applied');
+  check(!('example.com/removed' in podMeta.annotations), 'podTemplate.patch (remove) not applied');
+  check(pod.terminationGracePeriodSeconds === 90, 'podTemplate.patch (replace) not applied');
+  check(pod.dnsConfig?.options?.[0]?.name === 'ndots', 'podTemplate.patch (add object) not applied');
+  checkHelmTest(docs, sts);
+  console.log(`extension points ok: ${docName(sts)} pull secrets, ServiceAccount, extra container, volume, env, nats.conf merge; ` +
+              'extra container and Service ports, Service type/labels/annotations, affinity, spread, node selector, ' +
+              'tolerations, priority class, pod labels/annotations, container and pod patches, helm test');
+}
+
+// The `helm test` Pod: mesh-reconciler plan against the client Service with the records and
+// the reconciler's password, from the same Secrets as the StatefulSet's pods.
+function checkHelmTest(docs, sts) {
+  const tests = docs.filter((d) => d.kind === 'Pod' && d.metadata.annotations?.['helm.sh/hook'] === 'test');
+  check(tests.length === 1, `${tests.length} helm test Pods, expected 1`);
+  const [test] = tests;
+  const [c] = test.spec.containers;
+  check(util.isDeepStrictEqual([...c.command, ...(c.args ?? [])], ['mesh-reconciler', 'plan']), 'the helm test does not run mesh-reconciler plan');
+  check(test.spec.restartPolicy === 'Never', 'the helm test Pod restarts');
+  const bus = envValue(c, 'MESH_RECONCILER_BUS');
+  const ns = sts.metadata.namespace;
+  check(new RegExp(`^(nats|tls)://${sts.metadata.name}\\.${ns}\\.svc\\.[a-z.]+:\\d+$`).test(bus), `the helm test's bus ${bus} is not the client Service`);
+  const sidecar = allContainers(sts.spec.template.spec).find((x) => x.name === 'mesh-reconciler');
+  for (const name of ['MESH_RECONCILER_RECORDS', 'MESH_RECONCILER_USER', 'MESH_RECONCILER_PASSWORD_FILE', 'MESH_RECONCILER_PRUNE']) {
+    check(envValue(c, name) === envValue(sidecar, name), `the helm test's ${name} differs from the sidecar's`);
+  }
+  const sources = (v) => (v ?? []).find((x) => x.name === 'mesh-secrets')?.projected?.sources.slice(0, 2);
+  check(util.isDeepStrictEqual(sources(test.spec.volumes), sources(sts.spec.template.spec.volumes)),
+        'the helm test reads other Secrets than the pods');
+  checkSecurity(test.spec, c);
+  console.log(`helm test ok: ${docName(test)} runs plan against ${bus}`);
 }
 
 // reconciler.usersFile: none: JetStream only, the operator's own authentication.
@@ -358,6 +425,7 @@ await main(async ([file, name, ...args]) => {
     case 'cluster': return checkCluster(docs, Number(args[0]), args[1] === 'open');
     case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
     case 'confined': return checkConfined(manifests, args);
+    case 'helm-test': return checkHelmTest(docs, statefulSet(docs).sts);
     case 'extras': return checkExtras(docs);
     case 'jetstream-only': return checkJetStreamOnly(docs);
     default: check(false, `unknown check ${name}`);

@@ -14,11 +14,12 @@
 // instead of its args (like `kubectl exec -c NAME -- COMMAND ARGS`, paths mapped).
 //
 // Usage: node tests/charts/pod.mjs RENDERED.yaml --root DIR --bin NAME=PATH... [--extra FILE...]
-//                                  [--ordinal N] [--host NAME=ADDRESS...]
+//                                  [--ordinal N] [--host NAME=ADDRESS...] [--pod NAME]
 //   --bin      what each container's command[0] runs here (mesh-reconciler=..., nats-server=...)
 //   --extra    more manifests (e.g. a TLS Secret that the chart only names)
 //   --ordinal  which replica this is (its pod name <statefulset>-N; default 0)
 //   --host     a text to replace, e.g. POD.HEADLESS.NS.svc.cluster.local:6222=127.0.0.1:16222
+//   --pod      lay out the bare Pod of that name (e.g. the `helm test` Pod) instead
 // Prints the pod name and each launcher.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,6 +46,7 @@ function parseArgs(argv) {
       const [name, bin] = value.split('=');
       options.bins[name] = bin;
     } else if (flag === '--extra') options.extra.push(value);
+    else if (flag === '--pod') options.podName = value;
     else if (flag === '--ordinal') {
       options.ordinal = Number(value);
       check(Number.isInteger(options.ordinal) && options.ordinal >= 0, `--ordinal ${value}: not a replica number`);
@@ -62,10 +64,22 @@ function parseArgs(argv) {
 await main(async (argv) => {
   const options = parseArgs(argv);
   const docs = [options.file, ...options.extra].flatMap((f) => readManifests(f).map((m) => m.doc));
-  const { sts, pod } = statefulSet(docs);
-  check(options.ordinal < (sts.spec.replicas ?? 1), `--ordinal ${options.ordinal}: the StatefulSet has ${sts.spec.replicas ?? 1} replica(s)`);
-  const podName = `${sts.metadata.name}-${options.ordinal}`;
-  const namespace = sts.metadata.namespace ?? 'default';
+  let pod, podName, namespace, claims;
+  if (options.podName) {
+    const bare = docs.find((d) => d.kind === 'Pod' && d.metadata?.name === options.podName);
+    check(bare, `no Pod ${options.podName} in the manifests`);
+    ({ spec: pod } = bare);
+    podName = options.podName;
+    namespace = bare.metadata.namespace ?? 'default';
+    claims = [];
+  } else {
+    const { sts, pod: template } = statefulSet(docs);
+    check(options.ordinal < (sts.spec.replicas ?? 1), `--ordinal ${options.ordinal}: the StatefulSet has ${sts.spec.replicas ?? 1} replica(s)`);
+    pod = template;
+    podName = `${sts.metadata.name}-${options.ordinal}`;
+    namespace = sts.metadata.namespace ?? 'default';
+    claims = sts.spec.volumeClaimTemplates ?? [];
+  }
   const containers = allContainers(pod);
   const root = options.root;
 
@@ -117,7 +131,7 @@ await main(async (argv) => {
       fs.mkdirSync(dir, { recursive: true });
       const volume = (pod.volumes ?? []).find((v) => v.name === mount.name);
       if (!volume) {
-        check((sts.spec.volumeClaimTemplates ?? []).some((t) => t.metadata.name === mount.name),
+        check(claims.some((t) => t.metadata.name === mount.name),
               `${container.name}: volume ${mount.name} is not defined`);
         continue;
       }

@@ -166,7 +166,34 @@ typos_refused() {
   refused "Additional property automount is not allowed" --set serviceAccount.automount=true &&
   refused "Additional property extraContainer is not allowed" --set 'extraContainer[0].name=x' &&
   refused "Additional property extraEnvs is not allowed" --set 'nats.extraEnvs[0].name=x' &&
-  refused "imagePullSecrets.0: name is required" --set 'imagePullSecrets[0].nam=x'
+  refused "imagePullSecrets.0: name is required" --set 'imagePullSecrets[0].nam=x' &&
+  refused "Additional property patches is not allowed" --set 'podTemplate.patches[0].op=add' &&
+  refused "op must be one of the following" --set 'nats.patch[0].op=move' --set 'nats.patch[0].path=/env' &&
+  refused "service.type must be one of the following" --set service.type=ExternalName &&
+  refused "Additional property podAffinty is not allowed" --set affinity.podAffinty.x=y &&
+  refused "Additional property enable is not allowed" --set helmTest.enable=false
+}
+
+# A patch that names what is not there fails the render, saying which value and where.
+patches_checked() {
+  refused 'podTemplate.patch /spec/nothing/x: no "nothing"' \
+    --set 'podTemplate.patch[0].op=add' --set 'podTemplate.patch[0].path=/spec/nothing/x' --set 'podTemplate.patch[0].value=1' &&
+  refused 'nats.patch /ports/9: index 9 out of range' \
+    --set 'nats.patch[0].op=remove' --set 'nats.patch[0].path=/ports/9' &&
+  refused 'reconciler.patch /nope: no "nope" to replace' \
+    --set 'reconciler.patch[0].op=replace' --set 'reconciler.patch[0].path=/nope' --set 'reconciler.patch[0].value=1'
+}
+
+# The helm test Pod: rendered by default (checked with the extension points), with TLS it uses
+# tls:// and the CA; none with helmTest.enabled false.
+helm_test_rendered() {
+  local out="$work/helm-test.yaml"
+  render "$out" --set tls.enabled=true --set tls.existingSecret=mesh-tls || return 1
+  node tests/charts/assert.mjs "$out" helm-test || return 1
+  grep -A1 'MESH_RECONCILER_CA_FILE' "$out" | grep -q '/etc/nats-tls/ca.crt' || { echo "no CA for the helm test with TLS"; return 1; }
+  render "$out" --set helmTest.enabled=false || return 1
+  if grep -q 'helm.sh/hook: test' "$out"; then echo "a helm test Pod with helmTest.enabled false"; return 1; fi
+  echo "helm test Pod with TLS; none when disabled"
 }
 
 contradictions_refused() {
@@ -369,12 +396,14 @@ run_test "render: TLS, 5 members, prune, scheduling values, records from the val
   --set priorityClassName=mesh-critical --set nats.storage.storageClassName=fast \
   --set podLabels.team=mesh --set podAnnotations.note=x "${with_secrets[@]}"
 run_test "render: no pod anti-affinity" render_and_check noaffinity "pod" --set podAntiAffinity=none
-run_test "render: pull secrets, ServiceAccount, extra containers, volumes, env, nats.conf merge" \
+run_test "render: pull secrets, ServiceAccount, extra containers, volumes, env, nats.conf merge, the official chart's extension points (ports, Service, scheduling, patches, helm test)" \
   render_and_check extras "pod;extras" -f tests/charts/extras-values.yaml
 run_test "render: JetStream only (usersFile none), 3 members with the lease" render_and_check jsonly \
   "jetstream-only;cluster 3" -f tests/charts/jetstream-only-values.yaml --set replicas=3
 run_test "values: typos are refused by values.schema.json" typos_refused
 run_test "values: contradictions are refused" contradictions_refused
+run_test "values: a JSON patch naming what is not there is refused, naming the value" patches_checked
+run_test "render: the helm test Pod (plan against the client Service), with TLS; none when disabled" helm_test_rendered
 run_test "secrets: fake password, token and records passwords appear in Secrets only" secrets_confined
 run_test "secrets: existing Secrets are used instead of the chart's" existing_secrets_used
 run_test "secrets: the route password is generated with 3 replicas only, unless given" route_password_generated
@@ -392,6 +421,8 @@ run_test "NOTES.txt names the on-call commands, as typed in the sidecar (its env
 # --- runtime: the chart's own commands ---------------------------------------------------
 
 rt="$work/runtime"
+nats_request="${MESH_BUILD_DIR:-$(dirname "${MESH_BINARY:-.}")}/mesh-nats-request"
+client_port=""
 metrics_url=""
 monitor_url=""
 
@@ -427,6 +458,7 @@ metric_is() {  # NAME VALUE: a sample of NAME (any labels) has VALUE
 rt_layout() {
   local ports
   read -ra ports <<<"$(free_ports 4)" || return 1
+  client_port="${ports[0]}"
   monitor_url="http://127.0.0.1:${ports[1]}"
   metrics_url="http://127.0.0.1:${ports[3]}"
   render "$rt.yaml" "${with_secrets[@]}" --set "nats.ports.client=${ports[0]}" \
@@ -492,6 +524,34 @@ rt_converges() {
   echo "converged: plan exits 0; users file unchanged since the init container"
 }
 
+# The `helm test` Pod, laid out with the client Service's name mapped to the pod's client port.
+rt_helm_test_layout() {
+  local client="$client_port"
+  node tests/charts/pod.mjs "$rt.yaml" --root "$rt-test" --pod mesh-mesh-reconciler-test-plan \
+    --host "mesh-mesh-reconciler.mesh-test.svc.cluster.local:$client=127.0.0.1:$client" \
+    --bin "mesh-reconciler=$MESH_BINARY" >/dev/null
+}
+
+# helm test: 0 on the converged bus; 2 (naming the stream) while the sidecar is held and a
+# stream is deleted; then released, the sidecar repairs it.
+# shellcheck disable=SC2016  # the subjects are literal, $JS included
+rt_helm_test() {
+  rt_helm_test_layout || return 1
+  "$rt-test/run/plan.sh" >"$rt-test.out" 2>&1 || { echo "helm test exited $? on a converged bus:"; cat "$rt-test.out"; return 1; }
+  "$rt/run/mesh-reconciler.sh" hold >/dev/null 2>&1 || { echo "hold failed"; return 1; }
+  wait_for 10 metric_is mesh_reconciler_held 1 || { echo "not held"; return 1; }
+  [[ -x "$nats_request" ]] || { echo "no $nats_request: build the mesh-nats-request target"; return 1; }
+  MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:$client_port" \
+    '$JS.API.STREAM.DELETE.EVENTS' | grep -q '"success":true' || { echo "could not delete EVENTS"; return 1; }
+  "$rt-test/run/plan.sh" >"$rt-test.out" 2>&1
+  local status=$?
+  "$rt/run/mesh-reconciler.sh" release >/dev/null 2>&1 || { echo "release failed"; return 1; }
+  [[ $status -eq 2 ]] || { echo "helm test exited $status with EVENTS deleted, expected 2:"; cat "$rt-test.out"; return 1; }
+  grep -q 'EVENTS' "$rt-test.out" || { echo "the drift output does not name EVENTS:"; cat "$rt-test.out"; return 1; }
+  wait_for 60 "$rt-test/run/plan.sh" || { echo "helm test still fails 60 s after the release"; return 1; }
+  echo "helm test: 0 converged; 2 naming EVENTS while it was deleted and the sidecar held; 0 after the repair"
+}
+
 rt_metrics() {
   local name
   for name in "mesh_reconciler_bus_connected 1" "mesh_reconciler_records_valid 1" "mesh_reconciler_held 0"; do
@@ -545,6 +605,7 @@ runtime_steps=(
   "rt_nats:runtime: container nats starts with the rendered nats.conf and writes the shared pid file"
   "rt_sidecar:runtime: container mesh-reconciler (run) answers /healthz and /readyz"
   "rt_converges:runtime: the sidecar reconciles its server (plan exits 0)"
+  "rt_helm_test:runtime: the helm test Pod's plan exits 0 on the converged bus, 2 on drift"
   "rt_metrics:runtime: /metrics reports the bus connected and the records valid"
   "rt_oncall:runtime: on-call commands of NOTES.txt (reconcile, hold, release; token required)"
   "rt_sigterm:runtime: the sidecar stops cleanly on SIGTERM"
@@ -598,7 +659,6 @@ run_steps runtime_steps "$rt/nats.log" "$rt/sidecar.log"
 rt3="$work/runtime3"
 rt3_pods=(0 1 2)
 rt3_client=() rt3_monitor=() rt3_cluster=() rt3_metrics=()
-nats_request="${MESH_BUILD_DIR:-$(dirname "${MESH_BINARY:-.}")}/mesh-nats-request"
 kSts="mesh-mesh-reconciler"
 kRouteHost="mesh-mesh-reconciler-headless.mesh-test.svc.cluster.local"
 

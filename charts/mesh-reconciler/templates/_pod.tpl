@@ -36,17 +36,30 @@ spec:
     fsGroupChangePolicy: OnRootMismatch
     seccompProfile:
       type: RuntimeDefault
-  {{- if ne .Values.podAntiAffinity "none" }}
+  {{- /* affinity (values) as given; podAntiAffinity adds its term unless affinity has its own. */}}
+  {{- $affinity := deepCopy .Values.affinity }}
+  {{- if and (ne .Values.podAntiAffinity "none") (not (hasKey $affinity "podAntiAffinity")) }}
+  {{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "mesh.selectorLabels" . | fromYaml)) }}
+  {{- if eq .Values.podAntiAffinity "hard" }}
+  {{- $_ := set $affinity "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) }}
+  {{- else }}
+  {{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) }}
+  {{- end }}
+  {{- end }}
+  {{- with $affinity }}
   affinity:
-    podAntiAffinity:
-      {{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "mesh.selectorLabels" . | fromYaml)) }}
-      {{- if eq .Values.podAntiAffinity "hard" }}
-      requiredDuringSchedulingIgnoredDuringExecution:
-        {{- list $term | toYaml | nindent 8 }}
-      {{- else }}
-      preferredDuringSchedulingIgnoredDuringExecution:
-        {{- list (dict "weight" 100 "podAffinityTerm" $term) | toYaml | nindent 8 }}
-      {{- end }}
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.topologySpreadConstraints }}
+  # A constraint without a labelSelector counts this release's pods.
+  topologySpreadConstraints:
+    {{- range . }}
+    {{- $c := deepCopy . }}
+    {{- if not (hasKey $c "labelSelector") }}
+    {{- $_ := set $c "labelSelector" (dict "matchLabels" (include "mesh.selectorLabels" $ | fromYaml)) }}
+    {{- end }}
+    - {{- toYaml $c | nindent 6 }}
+    {{- end }}
   {{- end }}
   {{- with .Values.nodeSelector }}
   nodeSelector:
@@ -128,6 +141,10 @@ spec:
         {{- end }}
         - name: monitor
           containerPort: {{ .Values.nats.ports.monitor }}
+        {{- with .Values.nats.extraPorts }}
+        # nats.extraPorts: e.g. the websocket or leafnodes port of nats.extraConfig.
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       startupProbe:
         httpGet:
           path: /healthz?js-enabled-only=true
