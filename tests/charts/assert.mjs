@@ -13,6 +13,9 @@
 //                          nats.extraConfig as chart_test.sh renders them
 //   jetstream-only         reconciler.usersFile: none: no users file anywhere
 //   helm-test              the `helm test` Pod runs plan against the client Service
+//   official-monitoring RELEASE
+//                          the official chart with the overlay: PodMonitor (job of the rules,
+//                          bus RELEASE), PrometheusRule and dashboard ConfigMap
 // Each check prints what it verified; the first failed assertion exits 1 naming it.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -307,6 +310,18 @@ function checkMonitoring(docs, kind, runbookBaseUrl, release = undefined) {
   console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=${job}, bus=${release}; PrometheusRule = files/alert-rules.yaml`);
 }
 
+// The official chart rendered with the overlay: its PodMonitor, PrometheusRule and dashboard
+// ConfigMap (extraResources) as the project's chart has them; bus is the official release's name.
+function checkOfficialMonitoring(docs, release) {
+  checkMonitoring(docs, 'PodMonitor', undefined, release);
+  const dashboards = docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.labels?.grafana_dashboard === '1');
+  check(dashboards.length === 1, `${dashboards.length} dashboard ConfigMaps, expected 1`);
+  const json = Object.values(dashboards[0].data ?? {});
+  const expected = JSON.parse(fs.readFileSync(path.join(repoRoot, 'charts/mesh-reconciler/dashboards/mesh-reconciler.json'), 'utf8'));
+  check(json.length === 1 && util.isDeepStrictEqual(JSON.parse(json[0]), expected), 'the dashboard ConfigMap is not dashboards/mesh-reconciler.json');
+  console.log(`official monitoring ok: ${docName(dashboards[0])} is the chart's dashboard`);
+}
+
 // The official chart's extension points, as rendered with the values chart_test.sh gives:
 // imagePullSecrets, a ServiceAccount, extra containers, volumes and environment, and a merge
 // point for nats.conf.
@@ -425,6 +440,7 @@ await main(async ([file, name, ...args]) => {
     case 'cluster': return checkCluster(docs, Number(args[0]), args[1] === 'open');
     case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
     case 'confined': return checkConfined(manifests, args);
+    case 'official-monitoring': return checkOfficialMonitoring(docs, args[0]);
     case 'helm-test': return checkHelmTest(docs, statefulSet(docs).sts);
     case 'extras': return checkExtras(docs);
     case 'jetstream-only': return checkJetStreamOnly(docs);

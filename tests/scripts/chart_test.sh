@@ -350,7 +350,19 @@ official_overlay() {
   "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
 }
 
+# The overlay states the image and the lease once (anchors), and its generated monitoring part
+# is current with the chart's rules and dashboard.
+official_overlay_once() {
+  local file=examples/official-nats-chart-values.yaml count
+  for pattern in 'mesh-reconciler:[0-9]' 'MESH_RECONCILER_LEASE'; do
+    count="$(grep -v '^ *#' "$file" | grep -c -- "$pattern")"
+    [[ "$count" == 1 ]] || { echo "$file states '$pattern' $count times, expected once"; return 1; }
+  done
+  node tests/charts/overlay-monitoring.mjs --check
+}
+
 run_test "official NATS chart overlay: valid, documented keys, stand-in render, nats-server -t" official_overlay
+run_test "official NATS chart overlay: image and lease stated once; rules and dashboard current" official_overlay_once
 
 # The same overlay through the official chart itself (the vendored release 1.3.16, rendered by
 # helm): the pod and nats.conf it produces are checked as the stand-in's are, and nats-server
@@ -371,10 +383,13 @@ official_chart() {
       '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$users"
   fi
   # The chart's nats.conf names the server from the pod's environment.
-  SERVER_NAME=nats-0 "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
+  SERVER_NAME=nats-0 "$nats_server" -t -c "$dir/etc/nats-config/nats.conf" || return 1
+  # Its monitoring (extraResources): the PodMonitor sets the job the rules select and bus (the
+  # release "nats"); the rules and the dashboard are the chart's.
+  node tests/charts/assert.mjs "$out" official-monitoring nats
 }
 
-run_test "official NATS chart 1.3.16 itself (vendored) renders the overlay: same wiring, nats-server -t" official_chart
+run_test "official NATS chart 1.3.16 itself (vendored) renders the overlay: same wiring, nats-server -t, its PodMonitor/rules/dashboard" official_chart
 run_test "helm lint --strict: default values" lint
 run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
