@@ -95,4 +95,19 @@ await main(async () => {
     check(only(title) === 0, `"${title}" is ${only(title)}, not 0`);
   }
   console.log(`one lease holder of ${pods.length}, named by pod; nothing held, disconnected or invalid`);
+
+  // One pod chosen: the per-pod panels show that pod alone; the bus panels do not change.
+  const one = { bus, pod: pods[1] };
+  for (const panel of dashboard.panels) {
+    for (const target of panel.targets) {
+      const data = await query(substitute(target.expr, one));
+      if (/\{\{pod\}\}/.test(target.legendFormat)) {
+        check(data.result.every((s) => s.metric.pod === pods[1]),
+              `panel "${panel.title}" with pod ${pods[1]}: ${JSON.stringify(data.result.map((s) => s.metric))}`);
+      }
+    }
+  }
+  const busDrift = await query(substitute(dashboard.panels.find((p) => p.title === 'Drift on the bus').targets[0].expr, one));
+  check(value(busDrift.result[0]) === 1, 'the drift on the bus changed with the pod chosen');
+  console.log(`pod ${pods[1]} chosen: the per-pod panels show it alone, the bus's drift is still 1`);
 });

@@ -9,7 +9,8 @@
 #   - the bus variable's query returns the bus, the pod variable's the three pods;
 #   - no query fails, and every one returns data (but the certificate panel: no TLS here);
 #   - the drift on the bus is counted once (1), where a sum over the pods counts it three times;
-#   - exactly one lease holder; every per-pod series is named by its pod.
+#   - exactly one lease holder; every per-pod series is named by its pod, and with one pod
+#     chosen the per-pod panels show that pod alone.
 # Every process is started here on free loopback ports and stopped by PID.
 set -uo pipefail
 
