@@ -78,7 +78,7 @@ await main(async () => {
     return value(r[0][0]);
   };
   // Drift counted once for the bus, where every daemon reports it.
-  const naive = await query(`sum(mesh_reconciler_drift_objects{job="mesh-reconciler", namespace="${bus}", kind="stream", state="unexpected"})`);
+  const naive = await query(`sum(mesh_reconciler_drift_objects{job="mesh-reconciler", bus="${bus}", kind="stream", state="unexpected"})`);
   check(value(naive.result[0]) === pods.length, `the daemons do not all report the drift: ${JSON.stringify(naive.result)}`);
   check(only('Drift on the bus') === 1, `"Drift on the bus" is ${only('Drift on the bus')}, not 1`);
   const byState = results['Drift on the bus by kind and state'][0];

@@ -2,10 +2,10 @@
 # The Grafana dashboard (charts/mesh-reconciler/dashboards/mesh-reconciler.json) against real
 # data: three daemons with the lease on one real nats-server, as the chart's three replicas
 # share one bus, scraped by a real Prometheus whose targets carry the labels the chart's
-# PodMonitor/ServiceMonitor give them (job="mesh-reconciler", namespace, pod). A stream marked
+# PodMonitor/ServiceMonitor give them (job="mesh-reconciler", namespace, bus, pod). A stream marked
 # as the mesh's but not derived from the records is drift every daemon reports ("unexpected");
 # then every panel's query, with the dashboard's variables substituted as Grafana would
-# ($bus: the namespace, $pod: All), is evaluated through Prometheus' HTTP API:
+# ($bus: the bus label, $pod: All), is evaluated through Prometheus' HTTP API:
 #   - the bus variable's query returns the bus, the pod variable's the three pods;
 #   - no query fails, and every one returns data (but the certificate panel: no TLS here);
 #   - the drift on the bus is counted once (1), where a sum over the pods counts it three times;
@@ -19,7 +19,7 @@ cd "$root" || exit 1
 bin="${MESH_BINARY:?MESH_BINARY: the mesh-reconciler binary (CTest sets it)}"
 nats_request="${MESH_BUILD_DIR:-$(dirname "$bin")}/mesh-nats-request"
 readonly kDashboard="charts/mesh-reconciler/dashboards/mesh-reconciler.json"
-readonly kBus="mesh-live"            # the namespace label: the bus
+readonly kBus="mesh-live"            # the bus label (and the namespace): the bus
 readonly kSts="mesh-mesh-reconciler"  # the pods are $kSts-0, -1, -2
 bash scripts/install-test-tools.sh >/dev/null 2>&1 || { echo "dashboard_live_test: cannot install the test tools"; exit 1; }
 source "$root/tests/scripts/lib.sh"
@@ -106,7 +106,7 @@ prometheus_up() {
     echo "    static_configs:"
     for i in 0 1 2; do
       echo "      - targets: ['127.0.0.1:${daemon_ports[i]}']"
-      echo "        labels: { namespace: $kBus, pod: $kSts-$i }"
+      echo "        labels: { namespace: $kBus, bus: $kBus, pod: $kSts-$i }"
     done
   } >"$work/prometheus.yml"
   promtool check config "$work/prometheus.yml" >/dev/null || return 1

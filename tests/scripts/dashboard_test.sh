@@ -4,7 +4,7 @@
 #   - every panel has a title and at least one query, and every query's expression parses with
 #     promtool (each is checked as a recording rule, after Grafana's variables are replaced by
 #     the values Grafana would send: $__rate_interval -> 5m, $bus -> mesh, $pod -> .*);
-#   - it is made for several replicas: a single-valued bus variable (the namespace) and a pod
+#   - it is made for several replicas: a single-valued bus variable (the bus label) and a pod
 #     variable; no panel names or groups by instance (an IP:port) rather than pod; every stat
 #     panel has thresholds beyond its base colour;
 #   - every metric an expression names is one the daemon registers (reconciler/*/*.cc, prometheus-cpp
@@ -78,14 +78,14 @@ for_replicas() {
     const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     const problems = [];
     const vars = Object.fromEntries(d.templating.list.map((v) => [v.name, v]));
-    if (!vars.bus || vars.bus.multi || vars.bus.includeAll || !/, namespace\)$/.test(vars.bus.definition))
-      problems.push("no single-valued bus variable over the namespace label");
+    if (!vars.bus || vars.bus.multi || vars.bus.includeAll || !/, bus\)$/.test(vars.bus.definition))
+      problems.push("no single-valued bus variable over the bus label");
     if (!vars.pod || !/, pod\)$/.test(vars.pod.definition)) problems.push("no pod variable");
     for (const p of d.panels) {
       for (const t of p.targets) {
         if (/instance=~|by \(instance\)|\{\{instance\}\}/.test(`${t.expr} ${t.legendFormat}`))
           problems.push(`panel "${p.title}": by instance, not pod: ${t.expr} ${t.legendFormat}`);
-        if (!/namespace="\$bus"/.test(t.expr)) problems.push(`panel "${p.title}": not restricted to $bus`);
+        if (!/bus="\$bus"/.test(t.expr)) problems.push(`panel "${p.title}": not restricted to $bus`);
       }
       const steps = (((p.fieldConfig || {}).defaults || {}).thresholds || {}).steps || [];
       if (p.type === "stat" && steps.length < 2) problems.push(`stat panel "${p.title}": no thresholds`);
