@@ -307,10 +307,12 @@ TEST_CASE("A burst that arrives for longer than the floor still runs at most two
   // this long before its second pass runs.
   options.forced_quiet = std::chrono::seconds(1);
   options.forced_max_wait = std::chrono::seconds(30);
+  // Declared before the loop, which outlives it: a loop stopped by a failed REQUIRE still
+  // answers its waiters (kUnavailable) into this counter.
+  std::atomic<int> answered{0};
   Loop loop(options, nullptr);
   loop.Start(runner);
   REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
-  std::atomic<int> answered{0};
   auto request = [&] {
     loop.RequestPassAsync([&](Result<std::shared_ptr<const PassReport>> r) {
       if (r.ok()) ++answered;
