@@ -323,6 +323,7 @@ struct Reconciler::Impl {
   int64_t lane_failures_reported = 0;  // bus->lane_failures().count as a pass last reported it
   // The account of `bus`'s connection (/connz), once a recreation needed it (StoreFolderToWatch).
   std::optional<std::string> bus_account;
+  bool store_dir_parent_logged = false;  // StoreFolderToWatch's warning, once
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
@@ -1086,7 +1087,25 @@ std::optional<std::string> Reconciler::Impl::StoreFolderToWatch(
     if (!account.ok()) return unusable("the connection's account: " + account.status().ToString());
     bus_account = *account;
   }
-  const std::string folder = observers::StreamsFolder(settings.store_dir, *bus_account);
+  // Inspected again at each use: a folder with no layout at start gets it at the first stream.
+  Result<observers::StoreDir> store = observers::InspectStoreDir(settings.store_dir);
+  if (!store.ok()) return unusable(store.status().message());
+  if (store->layout == observers::StoreDirLayout::kPrintedFolder && !store_dir_parent_logged) {
+    store_dir_parent_logged = true;  // the CLI logs it at start when it can already tell
+    Log(LogLevel::kWarn, pass_id,
+        "--store-dir is the folder nats-server prints as its Store Directory; using its parent "
+        "(give the parent to silence this)",
+        {{"given", settings.store_dir}, {"store_dir", store->path}});
+  }
+  const std::string folder = observers::StreamsFolder(store->path, *bus_account);
+  if (std::find(store->accounts.begin(), store->accounts.end(), *bus_account) ==
+      store->accounts.end()) {
+    std::string found;
+    for (const std::string& a : store->accounts) found += (found.empty() ? "" : ", ") + a;
+    return unusable("expected the streams of account " + *bus_account + " at " + folder +
+                    "; the store holds " +
+                    (found.empty() ? std::string("no account's streams") : "accounts " + found));
+  }
   std::vector<StreamName> others;
   for (const auto& [name, consumers] : seen_streams) {
     if (std::find(recreated.begin(), recreated.end(), name.str()) == recreated.end()) {

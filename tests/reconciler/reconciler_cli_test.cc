@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <cstdio>
 
 #include "observers/jetstream.h"
@@ -256,6 +257,22 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
     CHECK(RunBinary("plan --bus " + mesh.server->url()).exit_code == 64);
     CHECK(RunBinary("plan --records " + mesh.records_path).exit_code == 64);
     CHECK(RunBinary("reconcile " + flags).exit_code == 64);
+  }
+  // Issue 37 item 5: a --store-dir without the server's JetStream layout was accepted, and the
+  // first recreation settled instead. Now run and reconcile --once refuse it at start.
+  SECTION("a --store-dir that is not the server's store") {
+    const std::string wrong = mesh::testing::MakeTempDir("mesh-not-a-store");
+    mesh::testing::WriteFile(wrong + "/notes.txt", "x");
+    for (const std::string& command : {"reconcile --once " + flags, "run " + flags}) {
+      Run run = RunBinary(command + " --store-dir " + wrong, true);
+      INFO(command << "\n" << run.out);
+      CHECK(run.exit_code == 64);
+      CHECK(run.out.find("--store-dir " + wrong +
+                         ": expected nats-server's store_dir, the folder that holds "
+                         "jetstream/<account>/streams; found no jetstream/ folder but notes.txt") !=
+            std::string::npos);
+    }
+    std::filesystem::remove_all(wrong);
   }
 }
 
