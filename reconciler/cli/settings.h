@@ -110,7 +110,9 @@ inline constexpr char kPassSettingsHelpText[] =
   --prune                 delete objects marked as ours that the records no longer derive
   --lease                 several reconcilers on one cluster: only the holder of the JetStream
                           KV lease acts on streams and consumers; each keeps its users file
-  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
+  --bcrypt-cost N         bcrypt cost for plain passwords (default 10); a users-file hash of
+                          another cost that its digest proves is kept, not drift
+  --rehash                hash such hashes again at --bcrypt-cost (plan lists them)
   --json                  machine-readable output
 )";
 

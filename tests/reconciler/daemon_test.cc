@@ -500,10 +500,11 @@ TEST_CASE("A store restored from an older backup is repaired once the server is 
 
 TEST_CASE("Repairs do not wait for hashing: streams first, the users file when hashes are ready",
           "[daemon][integration][server]") {
-  // The users file was rendered at cost 4; the daemon runs at cost 5: no hash is reusable, so
-  // every password is hashed again on the background threads, the reconciler's own entry first.
-  // The server's store is empty (a fresh server): every stream and consumer is missing.
-  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"});
+  // The users file was rendered at cost 4; the daemon runs at cost 5 with --rehash: no hash is
+  // reused, so every password is hashed again on the background threads, the reconciler's own
+  // entry first. The server's store is empty (a fresh server): every stream and consumer is
+  // missing.
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5", "--rehash"});
   f.WaitConverged();
   // A pass that runs while the hashing is under way leaves the users file alone and reports
   // converged; the file is rewritten by the pass the finished hashing wakes.
@@ -561,7 +562,7 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
 // hashes have just begun: before, the daemon exited seconds later, when they were done; now it
 // waits at most 1 s for them.
 TEST_CASE("SIGTERM does not wait for the hashes under way", "[daemon][integration][server]") {
-  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "17"});
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "17", "--rehash"});
   REQUIRE(WaitFor(
       [&] {
         return f.daemon_->log().find("msg=\"hashing passwords\" done=2 total=4") !=
