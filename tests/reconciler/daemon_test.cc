@@ -555,6 +555,25 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
   f.Stop();
 }
 
+// Issue 37 item 8: a daemon started at another --bcrypt-cost than the users file's hashed every
+// password again and rewrote the file. A hash its digest proves is now kept (without --rehash):
+// the file stays as it is, and nothing is hashed.
+TEST_CASE("A daemon at another --bcrypt-cost keeps the proven hashes: no hashing, no rewrite",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"}, Launch::kLater);
+  const std::string before = mesh::testing::ReadFile(f.mesh_.server->users_file());
+  REQUIRE(before.find("$2b$04$") != std::string::npos);
+  f.StartDaemon();
+  f.WaitConverged();
+  const std::string log = f.daemon_->log();
+  INFO(log);
+  CHECK(log.find("hashes of another cost than --bcrypt-cost kept") != std::string::npos);
+  CHECK(log.find("hashing passwords in the background") == std::string::npos);
+  CHECK(log.find("write_users_file") == std::string::npos);
+  CHECK(mesh::testing::ReadFile(f.mesh_.server->users_file()) == before);
+  f.Stop();
+}
+
 // bcrypt cannot be interrupted, and SIGTERM waited for every hash under way: at cost 15 on a
 // saturated CPU (the hashing runs at nice 19) that took over a minute, past the kubelet's grace
 // period. At cost 17 one hash takes seconds (5.4 s on the 2-core VM of 2026-12-04). The four
