@@ -369,6 +369,7 @@ int RunDaemon(Settings& settings) {
     return CommandFail(kCommand, secrets.message());
   }
   if (settings.records_path.empty()) return CommandUsage(kCommand, "--records FILE is required");
+  if (auto exit = CheckStoreDir(settings, kCommand)) return *exit;
   if (settings.tls_cert_file.empty() != settings.tls_key_file.empty()) {
     return CommandUsage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
   }

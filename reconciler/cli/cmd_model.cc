@@ -71,13 +71,14 @@ the records, as JSON. No password or hash is printed.
 
 const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users [RECORDS] [--out FILE]
                                     [--user NAME] [--password-file FILE] [--bcrypt-cost N]
-                                    [--users-scope server|account] [--lease]
+                                    [--users-scope server|account] [--lease] [--rehash]
 
 Renders the nats-server users file: the same records always give the same bytes; plain
 passwords are written as bcrypt hashes, each with its keyed credential digest. With --out the
 file is written atomically, mode 0600; otherwise it goes to standard output. A file already at
 --out is read first: every hash whose digest proves it belongs to the current password is
-reused, so only new and changed passwords are hashed (stderr says how many). The reconciler's
+reused, so only new and changed passwords are hashed (stderr says how many); a proven hash of
+another cost than --bcrypt-cost is kept unless --rehash is given. The reconciler's
 own user (--user, default mesh-reconciler) is included; its password comes from
 MESH_RECONCILER_PASSWORD or --password-file. RECORDS defaults to --records (MESH_RECONCILER_RECORDS). --users-scope and
 --lease (MESH_RECONCILER_USERS_SCOPE, MESH_RECONCILER_LEASE) must be the daemon's: with the
@@ -211,7 +212,9 @@ int RunRenderUsers(Settings& settings) {
   // reused. An absent or unreadable file is simply rendered from scratch.
   std::string existing;
   if (!settings.out.empty()) existing = observers::ObserveUsersFile(settings.out).bytes;
-  auto rendered = model::RenderUsersFileReusing(desired, existing, hasher, settings.users_scope);
+  // A proven hash of another cost is kept unless --rehash (the daemon does the same).
+  auto rendered = model::RenderUsersFileReusing(desired, existing, hasher, settings.users_scope, {},
+                                                settings.other_costs);
   if (!rendered.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;

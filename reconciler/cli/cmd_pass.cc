@@ -108,6 +108,7 @@ int RunReconcile(Settings& settings) {
     return kExitUsage;
   }
   if (auto exit = CheckPassCommand(settings, "reconcile")) return *exit;
+  if (auto exit = CheckStoreDir(settings, "reconcile")) return *exit;
   Reconciler reconciler(settings);
   PassReport report = reconciler.RunPass(kCliPassId, Trigger::kOnce, ApplyMode::kApply);
   Print(report, settings, "reconcile");

@@ -4,6 +4,7 @@
 // Exit codes: 0 success / converged, 1 error, 2 drift found (plan), 64 usage error.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "reconciler/cli/settings.h"
@@ -29,6 +30,11 @@ int CommandFail(const char* command, const std::string& message);
 int CommandUsage(const char* command, const std::string& message);
 // std::getenv, as a GetEnv for ParseSettings and LoadSecrets.
 const char* ProcessEnv(const char* name);
+// --store-dir, checked before a command that repairs (run, reconcile --once) starts: a folder
+// without nats-server's JetStream layout is a usage error (the message says what was expected
+// and found); the folder nats-server prints ("Store Directory", <store_dir>/jetstream) is
+// replaced by its parent, logged. Returns an exit code when the command cannot go on.
+std::optional<int> CheckStoreDir(Settings& settings, const char* command);
 
 struct Command {
   const char* name;

@@ -162,6 +162,12 @@ const std::map<std::string, FlagSpec>& Flags() {
           s.bcrypt_cost = cost;
           return {};
         }}},
+      {"rehash",
+       {FlagKind::kSwitch,
+        [](Settings& s, const std::string&) {
+          s.other_costs = model::OtherCostHashes::kRehash;
+          return std::string();
+        }}},
       {"json",
        {FlagKind::kSwitch,
         [](Settings& s, const std::string&) {

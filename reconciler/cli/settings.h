@@ -105,10 +105,14 @@ inline constexpr char kPassSettingsHelpText[] =
                           path is allowed, never logged; userinfo, a query, ';' are refused)
   --store-dir DIR         nats-server's JetStream store_dir, mounted here read-only: on 2.9 a
                           deleted stream is recreated as soon as its old folder is gone there
+                          (checked at start: the folder the server prints is taken as its
+                          parent; one without jetstream/<account>/streams is refused, exit 64)
   --prune                 delete objects marked as ours that the records no longer derive
   --lease                 several reconcilers on one cluster: only the holder of the JetStream
                           KV lease acts on streams and consumers; each keeps its users file
-  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
+  --bcrypt-cost N         bcrypt cost for plain passwords (default 10); a users-file hash of
+                          another cost that its digest proves is kept, not drift
+  --rehash                hash such hashes again at --bcrypt-cost (plan lists them)
   --json                  machine-readable output
 )";
 
