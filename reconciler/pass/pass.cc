@@ -420,7 +420,7 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
     report.records_valid = true;
     if (!last_valid || !(*last_valid == loaded->records)) last_valid = std::move(loaded->records);
   }
-  if (!report.records_valid) {
+  if (!report.records_valid && report.trigger != Trigger::kOnce) {  // the CLI prints the list
     Log(LogLevel::kWarn, report.pass_id, "records invalid",
         {{"errors", report.records_errors.size()},
          {"first", report.records_errors.front()},
@@ -928,6 +928,9 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
         {{"trigger", ToString(report.trigger)}, {"reason", report.status.message()}});
     return;
   }
+  // The CLI's one pass (plan, reconcile --once) prints its report, which says the error: the
+  // log line would say it a second time on the same terminal.
+  if (!report.status.ok() && report.trigger == Trigger::kOnce) return;
   if (!report.status.ok()) {
     Log(LogLevel::kWarn, report.pass_id, "pass failed",
         {{"trigger", ToString(report.trigger)},

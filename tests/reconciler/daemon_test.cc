@@ -164,6 +164,23 @@ TEST_CASE("run refuses a non-loopback listener without a token file", "[daemon]"
   CHECK(RunCli({"run", "--listen", "127.0.0.1:0"}).exit_code == 64);  // --records missing
 }
 
+// Before, `run` took stray arguments, took "--bus" for the records file in `--records --bus
+// URL`, and without --bus retried "no bus address configured" for ever.
+TEST_CASE("run refuses stray arguments, a flag for a value and a missing --bus at start",
+          "[daemon]") {
+  const std::string records = "/nonexistent/records.json";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--records", records, "--bus", "nats://127.0.0.1:1", "stray"},
+           {"run", "--records", "--bus", "nats://127.0.0.1:1", "--listen", "127.0.0.1:0"},
+           {"run", "--records", records, "--listen", "127.0.0.1:0"}}) {
+    CliResult result = RunCli(args, std::chrono::seconds(20));  // at start, not after retries
+    INFO(result.output);
+    CHECK(result.exit_code == 64);
+  }
+  CHECK(RunCli({"run", "--records", records, "--listen", "127.0.0.1:0"}, std::chrono::seconds(20))
+            .output.find("--bus URL is required") != std::string::npos);
+}
+
 TEST_CASE("A deleted stream is recreated at once, without waiting for the interval",
           "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());

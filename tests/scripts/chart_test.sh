@@ -587,8 +587,10 @@ rt_oncall() {
   # The kubectl exec lines of NOTES.txt, run in the container they name (paths mapped).
   local container sub args seen=""
   while read -r container sub args; do
-    # shellcheck disable=SC2086
-    "$rt/run/$container.sh" "$sub" $args >"$rt/oncall-$sub.out" 2>&1 ||
+    # As a shell reads the line: `--reason "$USER: why"` is one argument (split on blanks, its
+    # second word was a stray argument, which the CLI refuses since issue 37).
+    USER="${USER:-chart_test}" eval "\"\$rt/run/\$container.sh\" \"\$sub\" $args" \
+      >"$rt/oncall-$sub.out" 2>&1 ||
       { echo "NOTES command '$sub $args' exited $?:"; cat "$rt/oncall-$sub.out"; return 1; }
     case "$sub" in
       hold) wait_for 10 metric_is mesh_reconciler_held 1 || { echo "mesh_reconciler_held is not 1 after hold"; return 1; } ;;
