@@ -22,7 +22,6 @@ ARG MESH_WERROR=OFF
 # The binary's sources only (MESH_BUILD_TESTS=OFF): a change to the tests, the chart or the
 # docs does not invalidate the compile's cached layer.
 COPY CMakeLists.txt /src/
-COPY docs/mesh-reconciler.h2m /src/docs/
 COPY model /src/model
 COPY observers /src/observers
 COPY reconciler /src/reconciler

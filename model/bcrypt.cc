@@ -82,6 +82,8 @@ Result<std::string> Setting(int cost, const unsigned char* salt) {
 
 struct BcryptHasher::Impl {
   int cost = kDefaultCost;
+  std::string salt_key;                 // kept for DigestKeyAt's other costs; cleansed
+  std::map<int, DigestKey> other_keys;  // DigestKeyAt: D at other costs (empty: none)
   Status key_status;     // not ok when K could not be derived (e.g. a cost out of range)
   std::string key;       // K
   DigestKey digest_key;  // D, derived from K
@@ -116,28 +118,65 @@ struct BcryptHasher::Impl {
   }
 };
 
+// K and D at `cost` for `salt_key` (the header's derivation).
+static Result<std::string> StretchedKey(const std::string& salt_key, int cost, crypt_data& work) {
+  Result<std::string> setting = Setting(cost, reinterpret_cast<const unsigned char*>(kKeySalt));
+  return setting.ok() ? Crypt(salt_key, *setting, work) : Result<std::string>(setting.status());
+}
+static DigestKey DigestKeyOf(const std::string& stretched) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  if (HMAC(EVP_sha256(), stretched.data(), static_cast<int>(stretched.size()),
+           reinterpret_cast<const unsigned char*>(kDigestKeyMessage), sizeof kDigestKeyMessage - 1,
+           mac, &mac_len) == nullptr) {
+    return DigestKey();
+  }
+  DigestKey key(std::string(reinterpret_cast<const char*>(mac), mac_len));
+  OPENSSL_cleanse(mac, sizeof mac);
+  return key;
+}
+
 BcryptHasher::BcryptHasher(const std::string& salt_key, int cost) : impl_(new Impl) {
   impl_->cost = cost;
-  Result<std::string> setting = Setting(cost, reinterpret_cast<const unsigned char*>(kKeySalt));
-  Result<std::string> key = setting.ok() ? Crypt(salt_key, *setting, *impl_->work)
-                                         : Result<std::string>(setting.status());
+  impl_->salt_key = salt_key;
+  Result<std::string> key = StretchedKey(salt_key, cost, *impl_->work);
   if (key.ok()) {
     impl_->key = std::move(key).value();
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mac_len = 0;
-    if (HMAC(EVP_sha256(), impl_->key.data(), static_cast<int>(impl_->key.size()),
-             reinterpret_cast<const unsigned char*>(kDigestKeyMessage),
-             sizeof kDigestKeyMessage - 1, mac, &mac_len) != nullptr) {
-      impl_->digest_key = DigestKey(std::string(reinterpret_cast<const char*>(mac), mac_len));
-      OPENSSL_cleanse(mac, sizeof mac);
-    }
+    impl_->digest_key = DigestKeyOf(impl_->key);
   } else {
     impl_->key_status = key.status();
   }
 }
 
 BcryptHasher::~BcryptHasher() {
-  if (impl_) OPENSSL_cleanse(impl_->key.data(), impl_->key.size());
+  if (impl_) {
+    OPENSSL_cleanse(impl_->key.data(), impl_->key.size());
+    OPENSSL_cleanse(impl_->salt_key.data(), impl_->salt_key.size());
+  }
+}
+
+const DigestKey& BcryptHasher::DigestKeyAt(int cost) {
+  if (cost == impl_->cost) return impl_->digest_key;
+  auto it = impl_->other_keys.find(cost);
+  if (it != impl_->other_keys.end()) return it->second;
+  DigestKey key;
+  if (cost >= 4 && cost <= std::max(kMaxOtherKeyCost, impl_->cost)) {
+    Result<std::string> stretched = StretchedKey(impl_->salt_key, cost, *impl_->work);
+    if (stretched.ok()) {
+      key = DigestKeyOf(*stretched);
+      OPENSSL_cleanse(stretched->data(), stretched->size());
+    }
+  }
+  return impl_->other_keys.emplace(cost, std::move(key)).first->second;
+}
+
+std::optional<std::string> BcryptHasher::Cached(const UserName& user,
+                                                const Credential& credential) const {
+  if (credential.kind == Credential::Kind::kBcrypt) return credential.secret;
+  if (credential.kind != Credential::Kind::kPlain) return std::nullopt;
+  auto it = impl_->cache.find({user, Sha256(credential.secret)});
+  if (it == impl_->cache.end()) return std::nullopt;
+  return it->second;
 }
 
 Result<std::string> BcryptHasher::Hash(const UserName& user, const Credential& credential) {
@@ -244,11 +283,20 @@ uint64_t BcryptHasher::bcrypt_calls() const {
   return impl_->bcrypt_calls.load(std::memory_order_relaxed);
 }
 
+HashedCredentials ProvenBy(BcryptHasher& hasher, const DesiredState& desired,
+                           std::string_view existing, OtherCostHashes other_costs) {
+  return ProvenHashes(desired, existing, [&](int cost) -> const DigestKey* {
+    if (cost != hasher.cost() && other_costs == OtherCostHashes::kRehash) return nullptr;
+    return &hasher.DigestKeyAt(cost);
+  });
+}
+
 Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,
                                                  std::string_view existing, BcryptHasher& hasher,
                                                  UsersScope scope,
-                                                 const BcryptHasher::Progress& progress) {
-  hasher.Adopt(desired, ReusableHashes(desired, existing, hasher.digest_key(), hasher.cost()));
+                                                 const BcryptHasher::Progress& progress,
+                                                 OtherCostHashes other_costs) {
+  hasher.Adopt(desired, ProvenBy(hasher, desired, existing, other_costs));
   return RenderUsersFileCached(desired, hasher, scope, progress);
 }
 
@@ -257,7 +305,9 @@ Result<RenderedUsersFile> RenderUsersFileCached(const DesiredState& desired, Bcr
                                                 const BcryptHasher::Progress& progress) {
   Result<HashedCredentials> hashes = hasher.HashAll(desired, progress);
   if (!hashes.ok()) return hashes.status();
-  Result<CredentialDigests> digests = DigestAll(desired, *hashes, hasher.digest_key());
+  // A kept hash of another cost keeps its digest, keyed at its cost (ProvenHashes).
+  Result<CredentialDigests> digests = DigestAll(
+      desired, *hashes, [&](int cost) -> const DigestKey* { return &hasher.DigestKeyAt(cost); });
   if (!digests.ok()) return digests.status();
   return RenderUsersFile(desired, *hashes, scope, *digests);
 }

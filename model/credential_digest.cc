@@ -119,21 +119,56 @@ HashedCredentials WrittenHashes(std::string_view file_bytes) {
   return written;
 }
 
+std::optional<int> HashCost(std::string_view hash) {
+  if (hash.size() < 7 || hash.substr(0, 4) != "$2b$" || hash[6] != '$') return std::nullopt;
+  if (hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9') return std::nullopt;
+  const int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  if (hash != CostPrefix(cost) + std::string(hash.substr(7))) return std::nullopt;
+  return cost;
+}
+
 HashedCredentials ReusableHashes(const DesiredState& desired, std::string_view file_bytes,
                                  const DigestKey& key, int cost) {
+  return ProvenHashes(desired, file_bytes, [&](int c) { return c == cost ? &key : nullptr; });
+}
+
+Result<CredentialDigests> DigestAll(const DesiredState& desired, const HashedCredentials& hashes,
+                                    const DigestKeyAt& key_at) {
+  CredentialDigests out;
+  for (const Principal& p : desired.principals) {
+    if (p.credential.kind != Credential::Kind::kPlain) continue;
+    auto hash = hashes.find(p.user);
+    if (hash == hashes.end()) continue;  // RenderUsersFile names the missing hash
+    const std::optional<int> cost = HashCost(hash->second);
+    const DigestKey* key = cost ? key_at(*cost) : nullptr;
+    if (key == nullptr) {
+      return Status(Errc::kInternal,
+                    "no credential digest key at the cost of the hash of \"" + p.user.str() + "\"");
+    }
+    Result<std::string> digest = CredentialDigest(*key, p.user, hash->second, p.credential.secret);
+    if (!digest.ok()) return digest.status();
+    out.emplace(p.user, std::move(digest).value());
+  }
+  return out;
+}
+
+HashedCredentials ProvenHashes(const DesiredState& desired, std::string_view file_bytes,
+                               const DigestKeyAt& key_at) {
   HashedCredentials reusable;
-  if (key.empty() || file_bytes.empty()) return reusable;
+  if (file_bytes.empty()) return reusable;
   const std::map<UserName, std::string> blocks = SplitUserBlocks(std::string(file_bytes));
-  const std::string prefix = CostPrefix(cost);
   for (const Principal& p : desired.principals) {
     if (p.credential.kind != Credential::Kind::kPlain) continue;
     auto block = blocks.find(p.user);
     if (block == blocks.end()) continue;
     std::optional<std::string> hash = HashInBlock(block->second);
     std::optional<std::string_view> found = LineValue(block->second, kDigestCommentPrefix);
-    if (!hash || !found || hash->rfind(prefix, 0) != 0) continue;
+    if (!hash || !found) continue;
+    const std::optional<int> cost = HashCost(*hash);
+    const DigestKey* key = cost ? key_at(*cost) : nullptr;
+    if (key == nullptr || key->empty()) continue;
     const std::string_view written = found->substr(0, found->find_last_not_of(" \t\r") + 1);
-    Result<std::string> expected = CredentialDigest(key, p.user, *hash, p.credential.secret);
+    Result<std::string> expected = CredentialDigest(*key, p.user, *hash, p.credential.secret);
     if (!expected.ok() || expected->size() != written.size() ||
         CRYPTO_memcmp(expected->data(), written.data(), written.size()) != 0) {
       continue;

@@ -13,7 +13,9 @@
 // Pure: no I/O, no clock. Thread-safety: free functions over values; DigestKey is a value.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,6 +63,23 @@ Result<CredentialDigests> DigestAll(const DesiredState& desired, const HashedCre
 // hash or digest, another cost, another key, no digest) is absent and must be hashed.
 HashedCredentials ReusableHashes(const DesiredState& desired, std::string_view file_bytes,
                                  const DigestKey& key, int cost);
+
+// The cost of a "$2b$NN$..." hash; nullopt for any other form.
+std::optional<int> HashCost(std::string_view hash);
+
+// The digest key at a bcrypt cost (BcryptHasher::DigestKeyAt); null: none at that cost.
+using DigestKeyAt = std::function<const DigestKey*(int cost)>;
+
+// ReusableHashes for hashes of any cost: each entry's digest is proven with the key at its own
+// hash's cost (a digest is always keyed with the key stretched at the cost of the hash it
+// covers). A hash of another cost than the one rendered now is the operator's to re-hash
+// (--rehash); otherwise it is kept as written, digest included.
+HashedCredentials ProvenHashes(const DesiredState& desired, std::string_view file_bytes,
+                               const DigestKeyAt& key_at);
+
+// DigestAll with each hash's digest keyed at that hash's cost.
+Result<CredentialDigests> DigestAll(const DesiredState& desired, const HashedCredentials& hashes,
+                                    const DigestKeyAt& key_at);
 
 // user -> the hash each entry of `file_bytes` holds as written, proven or not (entries in the
 // rendered layout only). While new hashes are computed, an interim users file keeps these for

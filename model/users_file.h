@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,14 @@ class BcryptHasher {
   int cost() const;
   // The key of the credential digests, derived from the stretched key (empty when that failed).
   const DigestKey& digest_key() const;
+  // The digest key at `cost`: digest_key() at cost(); at another cost, derived as that cost's
+  // hasher would (one bcrypt of the salt key at `cost`, once, then kept), so that hashes a
+  // hasher of that cost wrote are proven with one bcrypt rather than one per password. Empty
+  // above kMaxOtherKeyCost (and cost()), where that one bcrypt would take minutes.
+  const DigestKey& DigestKeyAt(int cost);
+  static constexpr int kMaxOtherKeyCost = 16;
+  // The hash of a plain password when it is cached (hashed or adopted); nothing otherwise.
+  std::optional<std::string> Cached(const UserName& user, const Credential& credential) const;
   // How many passwords this hasher has run through bcrypt (the key's own stretch not counted).
   uint64_t bcrypt_calls() const;
 
@@ -99,11 +108,21 @@ Result<RenderedUsersFile> RenderUsersFileCached(const DesiredState& desired, Bcr
                                                 UsersScope scope = UsersScope::kServer,
                                                 const BcryptHasher::Progress& progress = {});
 
+// What becomes of a hash of the users file that its digest proves but whose cost is not the
+// hasher's (--bcrypt-cost changed): kept as written (its digest too), or hashed again at the
+// hasher's cost (--rehash).
+enum class OtherCostHashes { kKeep, kRehash };
+
+// The hashes of `existing` that their digests prove (ProvenHashes, with hasher.DigestKeyAt),
+// those of another cost than the hasher's only with kKeep.
+HashedCredentials ProvenBy(BcryptHasher& hasher, const DesiredState& desired,
+                           std::string_view existing, OtherCostHashes other_costs);
+
 // The users file for `desired`, reusing every hash of `existing` (the users file as found, or
-// empty) that its digest proves, and hashing only the rest, with their digests.
-Result<RenderedUsersFile> RenderUsersFileReusing(const DesiredState& desired,
-                                                 std::string_view existing, BcryptHasher& hasher,
-                                                 UsersScope scope = UsersScope::kServer,
-                                                 const BcryptHasher::Progress& progress = {});
+// empty) that its digest proves (ProvenBy), and hashing only the rest, with their digests.
+Result<RenderedUsersFile> RenderUsersFileReusing(
+    const DesiredState& desired, std::string_view existing, BcryptHasher& hasher,
+    UsersScope scope = UsersScope::kServer, const BcryptHasher::Progress& progress = {},
+    OtherCostHashes other_costs = OtherCostHashes::kKeep);
 
 }  // namespace mesh::model

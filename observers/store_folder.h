@@ -17,6 +17,32 @@
 
 namespace mesh::observers {
 
+// What a --store-dir folder holds (InspectStoreDir).
+enum class StoreDirLayout {
+  kStore,  // <dir>/jetstream is a folder: <dir> is the server's store_dir, taken as given
+  // <dir> is <store_dir>/jetstream, the folder nats-server prints at start ("Store Directory"):
+  // it holds the account folders (<account>/streams) or the cluster's _js_; its parent is taken
+  kPrintedFolder,
+  // No JetStream layout yet: an empty folder (lost+found aside), as the data volume of a server
+  // that has not started, or the printed folder of one that has no stream yet (the server
+  // creates <account>/streams at an account's first stream). Taken as given; the pass inspects
+  // it again at each use, when the layout has appeared.
+  kNotCreatedYet,
+};
+
+struct StoreDir {
+  std::string path;  // the store_dir to use (the parent of a printed folder)
+  StoreDirLayout layout = StoreDirLayout::kStore;
+  std::vector<std::string> accounts;  // account folders found (<path>/jetstream/<account>/streams)
+};
+
+// Reads `dir` (--store-dir) for nats-server's JetStream layout
+// <store_dir>/jetstream/<account>/streams. Refused (kInvalidArgument; the message says what
+// was expected and what was found, and the path to give where it can tell): a folder that does
+// not exist or cannot be read, an account's folder or its streams folder, and a folder that
+// holds other things but no JetStream layout.
+Result<StoreDir> InspectStoreDir(const std::string& dir);
+
 // <store_dir>/jetstream/<account>/streams
 std::string StreamsFolder(const std::string& store_dir, std::string_view account);
 

@@ -35,47 +35,34 @@ constexpr const char* kApiPrefix = "$JS.API.";
 constexpr int kStreamNotFound = 10059;
 constexpr int kConsumerNotFound = 10014;
 
-constexpr char kBusFlags[] =
-    R"(  --records FILE          the records (MESH_RECONCILER_RECORDS): names the mesh whose
-                          ownership mark a stream must carry to be deleted
-  --bus URL[,URL...]      nats://host:port of the bus (MESH_RECONCILER_BUS)
-  --user NAME             the reconciler's user (default mesh-reconciler)
-  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
-  --ca-file FILE          TLS: trust this CA for the bus
-  --log-level LEVEL, --log-format FORMAT
-)";
-
-constexpr auto kShowStreamHelpText = JoinText(
-    R"(Usage: mesh-reconciler show-stream NAME [--json] [flags]
+constexpr char kShowStreamHelpText[] =
+    R"(Usage: mesh-reconciler show-stream NAME [flags]
 
 Prints what the server answers for one stream (STREAM.INFO): its configuration, its state
 (messages, bytes, first and last sequence, consumers) and its cluster, one "field value" line
 each, and whether it carries the mesh's ownership mark. Changes nothing.
---json: {"schema":"mesh-reconciler/stream/v1","name","owned","info"} with the server's answer
-in "info", less the response's own members (type, paging) (docs/schemas/stream.v1.schema.json).
+--json (or -o json): {"schema":"mesh-reconciler/stream/v1","name","owned","info"} with the
+server's answer in "info", less the response's own members (type, paging)
+(docs/schemas/stream.v1.schema.json).
 
 Exit codes: 0 shown, 1 error (no such stream, bus unreachable), 64 usage error.
+)";
 
-)",
-    kBusFlags);
-
-constexpr auto kShowConsumerHelpText = JoinText(
-    R"(Usage: mesh-reconciler show-consumer STREAM NAME [--json] [flags]
+constexpr char kShowConsumerHelpText[] =
+    R"(Usage: mesh-reconciler show-consumer STREAM NAME [flags]
 
 Prints what the server answers for one consumer (CONSUMER.INFO): its configuration and its
 state (num_pending: not yet delivered; num_ack_pending: delivered, not yet acknowledged;
 num_redelivered; num_waiting: pull requests waiting; delivered and ack_floor sequences), one
 "field value" line each, and whether its stream carries the mesh's ownership mark. Changes
 nothing.
---json: {"schema":"mesh-reconciler/consumer/v1","stream","name","owned","info"}
+--json (or -o json): {"schema":"mesh-reconciler/consumer/v1","stream","name","owned","info"}
 (docs/schemas/consumer.v1.schema.json).
 
 Exit codes: 0 shown, 1 error (no such stream or consumer, bus unreachable), 64 usage error.
+)";
 
-)",
-    kBusFlags);
-
-constexpr auto kDeleteStreamHelpText = JoinText(
+constexpr char kDeleteStreamHelpText[] =
     R"(Usage: mesh-reconciler delete-stream NAME --yes [flags]
 
 Deletes one of the mesh's streams, with every message and consumer it holds. For a stream
@@ -83,15 +70,11 @@ whose retention or storage must change (drift "differs", report only): drain it,
 and a running reconciler creates it again from the records on its next pass. A stream without
 the mesh's ownership mark (a foreign stream, a KV bucket) is refused.
 
-  --yes                   required: confirms the deletion (only on the command line)
-
 Exit codes: 0 deleted, 1 error (no such stream, not the mesh's, refused by the server, bus
 unreachable), 64 usage error (no --yes, a name that is not one subject token).
+)";
 
-)",
-    kBusFlags);
-
-constexpr auto kDeleteConsumerHelpText = JoinText(
+constexpr char kDeleteConsumerHelpText[] =
     R"(Usage: mesh-reconciler delete-consumer STREAM NAME --yes [flags]
 
 Deletes one durable consumer on one of the mesh's streams; the messages stay in the stream, the
@@ -100,13 +83,9 @@ ack, deliver or replay policy must change (drift "differs", report only): a runn
 reconciler creates it again from the records on its next pass, delivering by its deliver
 policy. A consumer on a stream without the mesh's ownership mark is refused.
 
-  --yes                   required: confirms the deletion (only on the command line)
-
 Exit codes: 0 deleted, 1 error (no such consumer, not the mesh's, refused by the server, bus
 unreachable), 64 usage error (no --yes, a name that is not one subject token).
-
-)",
-    kBusFlags);
+)";
 
 // A stream or durable name is one token of an API subject: "A.B" would address another
 // object, and wildcards or whitespace no object at all.
@@ -324,10 +303,10 @@ const char* OwnedText(bool owned, const std::optional<std::string>& mark) {
 
 }  // namespace
 
-const char* const kShowStreamHelp = kShowStreamHelpText.data();
-const char* const kShowConsumerHelp = kShowConsumerHelpText.data();
-const char* const kDeleteStreamHelp = kDeleteStreamHelpText.data();
-const char* const kDeleteConsumerHelp = kDeleteConsumerHelpText.data();
+const char* const kShowStreamHelp = kShowStreamHelpText;
+const char* const kShowConsumerHelp = kShowConsumerHelpText;
+const char* const kDeleteStreamHelp = kDeleteStreamHelpText;
+const char* const kDeleteConsumerHelp = kDeleteConsumerHelpText;
 
 int RunShowStream(Settings& settings) {
   constexpr const char* kCommand = "show-stream";

@@ -203,8 +203,8 @@ bool IsUsageError(const Status& status) {
   return status.code() == Errc::kInvalidArgument;
 }
 
-// The daemon's help, assembled at compile time (main.cc's command table reads it statically).
-constexpr auto kRunHelpText = JoinText(
+// The daemon's help; its flags are listed from main.cc's command table.
+constexpr char kRunHelpText[] =
     R"(Usage: mesh-reconciler run --records FILE --bus URL [flags]
 
 The daemon: one reconcile thread runs a pass at start, then every --interval (jittered by
@@ -249,48 +249,28 @@ A rotated password (--password-file replaced, e.g. a Secret update; or SIGHUP) i
 restart: the next pass renders it into the users file (every other hash is kept), the server
 reloads, and the daemon then logs in with it.
 
-)",
-    kPassSettingsHelpText,
-    R"(
-Daemon flags:
-  --listen HOST:PORT      HTTP listener (default 127.0.0.1:9464; [::1]:9464 for IPv6)
-  --token-file FILE       the admin token for POSTs (re-read when the file changes); a UTF-8
-                          byte order mark is refused, a file readable by others warned about
-  --tls-cert FILE         serve HTTPS: PEM certificate chain, the server's certificate first
-  --tls-key FILE          its PEM private key (unencrypted; keep it mode 0600)
-  --interval DURATION     time between periodic passes (default 30s; e.g. 5m, 1h)
-  --advisory-floor DURATION
-                          least time between two passes woken by advisories (default 100ms;
-                          0 for none, at most 1m); only advisories about the mesh's own
-                          streams and known consumers wake a pass, never an ephemeral's
-  --http-connections N    the listener's connection cap (default 256, 128 to 16384; 64 per
-                          client address); POST /reconcile requests may wait on all but 64 of
-                          them (more are answered 503). Each is a file descriptor
-  --log-level LEVEL       debug, info (default), warn or error
-  --log-format FORMAT     logfmt (default) or json; one line per event on stderr
-
-Exit codes: 0 stopped by a signal, 1 could not start, 64 usage error.
-)");
+Exit codes: 0 stopped by a signal, 1 could not start, 64 usage error (a missing --records or
+--bus, a stray argument: at start, before any retry).
+)";
 
 }  // namespace
 
-const char* const kRunHelp = kRunHelpText.data();
+const char* const kRunHelp = kRunHelpText;
 
 const char* const kHoldHelp =
     R"(Usage: mesh-reconciler hold --remote URL --token-file FILE [--ca-file FILE] [--for 30m]
-                            [--reason TEXT]
+                            [--reason TEXT] [--scope bus|pod]
 
 Asks a running daemon to observe only (report drift, repair nothing) for a while; the hold ends
 on its own after --for (default 30m, at most 24h), or with `mesh-reconciler release`. The
 daemon logs who held it (this client's address) and why, and /drift shows both until it ends.
-
-  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
-  --token-file FILE       the daemon's admin token
-  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
-                          must name the URL's host; without it, the system's CAs
-  --for DURATION          how long (e.g. 30m, 2h)
-  --reason TEXT           why, for whoever looks next (at most 200 bytes, no control characters)
-  --json                  print the daemon's answer (docs/schemas/hold.v1.schema.json)
+With --lease the hold is for the whole bus by default (--scope bus): the daemon writes a hold
+record into the lease's KV bucket, and every replica, one started later too, observes only
+while it stands; this command returns once the record is written. --scope pod holds this daemon
+alone (the only scope without --lease).
+With an https:// --remote, --ca-file is the only CA trusted for the daemon's certificate, which
+must name the URL's host (without it, the system's CAs). --json (or -o json): the daemon's
+answer (docs/schemas/hold.v1.schema.json).
 
 Exit codes: 0 held, 1 error (unreachable daemon, refused token), 64 usage error.
 )";
@@ -300,14 +280,11 @@ const char* const kReleaseHelp =
                                [--reason TEXT]
 
 Ends a hold on a running daemon; a pass runs at once and repairs what drifted meanwhile. The
-daemon logs who released it and why, beside the hold's own reason.
-
-  --remote URL            the daemon, e.g. http://127.0.0.1:9464 or https://host:9464
-  --token-file FILE       the daemon's admin token
-  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate, which
-                          must name the URL's host; without it, the system's CAs
-  --reason TEXT           why (at most 200 bytes, no control characters)
-  --json                  print the daemon's answer (docs/schemas/release.v1.schema.json)
+daemon logs who released it and why, beside the hold's own reason. A hold for the whole bus
+ends through any replica: its record is deleted, and every replica acts again at its next lease
+round; this command returns once the record is gone.
+With an https:// --remote, --ca-file is the only CA trusted for the daemon's certificate.
+--json (or -o json): the daemon's answer (docs/schemas/release.v1.schema.json).
 
 Exit codes: 0 released (or was not held), 1 error, 64 usage error.
 )";
@@ -373,7 +350,13 @@ int RunDaemon(Settings& settings) {
   if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
     return CommandFail(kCommand, secrets.message());
   }
+  // Usage errors first, at start: without --bus the daemon would retry "no bus address
+  // configured" for ever.
   if (settings.records_path.empty()) return CommandUsage(kCommand, "--records FILE is required");
+  if (settings.bus.urls.empty()) {
+    return CommandUsage(kCommand, "--bus URL is required (or MESH_RECONCILER_BUS)");
+  }
+  if (auto exit = CheckStoreDir(settings, kCommand)) return *exit;
   if (settings.tls_cert_file.empty() != settings.tls_key_file.empty()) {
     return CommandUsage(kCommand, "--tls-cert and --tls-key go together: give both or neither");
   }

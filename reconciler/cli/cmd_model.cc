@@ -19,7 +19,10 @@
 namespace mesh::reconciler {
 namespace {
 
-// The records path: the first positional argument, else --records.
+constexpr const char* kNoRecords = "expected RECORDS (or --records FILE, MESH_RECONCILER_RECORDS)";
+
+// The records path: the RECORDS operand (main.cc has put it in place of --records), else
+// --records.
 std::string RecordsPath(const Settings& settings) {
   return settings.positional.empty() ? settings.records_path : settings.positional.front();
 }
@@ -54,35 +57,43 @@ model::ReconcilerIdentity IdentityAlwaysRendered(const Settings& settings) {
 
 }  // namespace
 
-const char* const kValidateHelp = R"(Usage: mesh-reconciler validate RECORDS [--user NAME] [--json]
+const char* const kValidateHelp = R"(Usage: mesh-reconciler validate RECORDS [flags]
 
 Checks a records file against every rule of the mesh conventions and prints a one-line
 summary (principals, seats, streams, consumers, users). On failure prints every error, each
-with its JSON path, and exits 1.
-  --user NAME   the reconciler's own user name, reserved in the records (default mesh-reconciler)
-  --json        the summary or the errors as JSON on stdout (docs/schemas/validation.v1.schema.json)
+with its JSON path, and exits 1. RECORDS defaults to --records (MESH_RECONCILER_RECORDS).
+--json (or -o json): the summary or the errors as JSON on stdout
+(docs/schemas/validation.v1.schema.json).
+
+Exit codes: 0 valid, 1 invalid or unreadable, 64 usage error.
 )";
 
-const char* const kDesiredHelp = R"(Usage: mesh-reconciler desired RECORDS [--user NAME]
+const char* const kDesiredHelp = R"(Usage: mesh-reconciler desired RECORDS [flags]
 
 Prints the desired JetStream streams, consumers and users (with their permissions) derived from
-the records, as JSON. No password or hash is printed.
+the records, as JSON (docs/schemas/desired.v1.schema.json; --json and -o json are accepted). No
+password or hash is printed. RECORDS defaults to --records (MESH_RECONCILER_RECORDS).
+
+Exit codes: 0 printed, 1 invalid or unreadable records, 64 usage error.
 )";
 
-const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users [RECORDS] [--out FILE]
-                                    [--user NAME] [--password-file FILE] [--bcrypt-cost N]
-                                    [--users-scope server|account] [--lease]
+const char* const kRenderUsersHelp = R"(Usage: mesh-reconciler render-users [RECORDS] [flags]
 
 Renders the nats-server users file: the same records always give the same bytes; plain
 passwords are written as bcrypt hashes, each with its keyed credential digest. With --out the
 file is written atomically, mode 0600; otherwise it goes to standard output. A file already at
 --out is read first: every hash whose digest proves it belongs to the current password is
-reused, so only new and changed passwords are hashed (stderr says how many). The reconciler's
+reused, so only new and changed passwords are hashed (stderr says how many); a proven hash of
+another cost than --bcrypt-cost is kept unless --rehash is given. The reconciler's
 own user (--user, default mesh-reconciler) is included; its password comes from
-MESH_RECONCILER_PASSWORD or --password-file. RECORDS defaults to --records (MESH_RECONCILER_RECORDS). --users-scope and
---lease (MESH_RECONCILER_USERS_SCOPE, MESH_RECONCILER_LEASE) must be the daemon's: with the
-lease the reconciler's user may also publish to the lease's subject; with the account scope the
-file is only the mesh's account entry, to include inside your own accounts block.
+MESH_RECONCILER_PASSWORD or --password-file. RECORDS defaults to --records
+(MESH_RECONCILER_RECORDS). --users-scope and --lease (MESH_RECONCILER_USERS_SCOPE,
+MESH_RECONCILER_LEASE) must be the daemon's: with the lease the reconciler's user may also
+publish to the lease's subject; with the account scope the file is only the mesh's account
+entry, to include inside your own accounts block.
+
+Exit codes: 0 rendered, 1 error (invalid records, no password, a file not written), 64 usage
+error.
 )";
 
 namespace {
@@ -143,6 +154,7 @@ void PrintValidation(const std::string& file, const std::vector<model::Validatio
 }  // namespace
 
 int RunValidate(Settings& settings) {
+  if (settings.records_path.empty()) return CommandUsage("validate", kNoRecords);
   model::Records records;
   const bool json = settings.format == OutputFormat::kJson;
   if (json) {
@@ -184,6 +196,7 @@ int RunValidate(Settings& settings) {
 }
 
 int RunDesired(Settings& settings) {
+  if (settings.records_path.empty()) return CommandUsage("desired", kNoRecords);
   model::Records records;
   if (!LoadValid(settings, records, "desired")) return kExitError;
   std::string json = model::DesiredToJson(model::Derive(records, IdentityAlwaysRendered(settings)));
@@ -193,6 +206,7 @@ int RunDesired(Settings& settings) {
 }
 
 int RunRenderUsers(Settings& settings) {
+  if (settings.records_path.empty()) return CommandUsage("render-users", kNoRecords);
   if (Status secrets = LoadSecrets(settings, ProcessEnv); !secrets.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", secrets.message().c_str());
     return kExitError;
@@ -211,7 +225,9 @@ int RunRenderUsers(Settings& settings) {
   // reused. An absent or unreadable file is simply rendered from scratch.
   std::string existing;
   if (!settings.out.empty()) existing = observers::ObserveUsersFile(settings.out).bytes;
-  auto rendered = model::RenderUsersFileReusing(desired, existing, hasher, settings.users_scope);
+  // A proven hash of another cost is kept unless --rehash (the daemon does the same).
+  auto rendered = model::RenderUsersFileReusing(desired, existing, hasher, settings.users_scope, {},
+                                                settings.other_costs);
   if (!rendered.ok()) {
     std::fprintf(stderr, "mesh-reconciler render-users: %s\n", rendered.status().message().c_str());
     return kExitError;

@@ -208,21 +208,15 @@ const char* const kStatusHelp =
 What a running daemon sees, in a few lines, read from its /drift (a GET: no token needed):
 whether it is held (by whom, until when, for this pod or the whole bus), the lease holder,
 the last pass (when, why, its result and duration), the drift by kind and state with the first
-objects named, the users file's state and the server's version.
-
-  --remote URL            the daemon, e.g. http://127.0.0.1:9464 (MESH_RECONCILER_REMOTE, which
-                          the chart sets in the sidecar)
-  --ca-file FILE          https: trust only this CA (PEM) for the daemon's certificate
-  --json                  print docs/schemas/status.v1.schema.json
+objects named, the users file's state and the server's version. --remote defaults to
+MESH_RECONCILER_REMOTE, which the chart sets in the sidecar. --json (or -o json): under
+docs/schemas/status.v1.schema.json.
 
 Exit codes: 0 converged, 2 drift remains or the last pass failed, 1 error (unreachable daemon,
 no pass yet), 64 usage error.
 )";
 
 int RunStatus(Settings& settings) {
-  if (!settings.positional.empty()) {
-    return CommandUsage(kCommand, "unexpected argument \"" + settings.positional.front() + "\"");
-  }
   if (settings.remote.empty()) {
     return CommandUsage(kCommand, "--remote URL is required (e.g. http://127.0.0.1:9464)");
   }

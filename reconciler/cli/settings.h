@@ -10,8 +10,10 @@
 // the tests parse any environment without touching the process's; and CLI11 takes a variable
 // set to the empty string for one not set, where a MESH_RECONCILER_BUS= left empty in a pod spec
 // must be an error ("--bus: no URL given"), not the default. The help texts are ours either way
-// (each command's usage, the man page through help2man), and the values are checked by the same
-// functions, so CLI11 would replace the loop over the arguments only.
+// (each command's usage and flags, the man page, the completions, all from this table and
+// main.cc's command table), and the values are checked by the same functions, so CLI11 would
+// replace the loop over the arguments only; and CLI11 2.1.2 generates no zsh or fish completion
+// and no man page, which the table does.
 //
 // Thread-safety: plain values. ParseSettings reads the environment through `getenv`.
 #pragma once
@@ -37,7 +39,7 @@ enum class Confirm { kNo, kYes };
 // scope, interval) and the commands' own. A Reconciler is given the PassSettings part.
 struct Settings : PassSettings {
   std::string password_file;                   // --password-file (read by LoadSecrets)
-  OutputFormat format = OutputFormat::kTable;  // --json
+  OutputFormat format = OutputFormat::kTable;  // --json, -o json
   std::string out;                             // --out FILE (render-users)
   // Daemon.
   std::string listen = "127.0.0.1:9464";  // --listen HOST:PORT
@@ -66,15 +68,34 @@ using GetEnv = std::function<const char*(const char*)>;
 
 // Whether a flag takes a value ("--records FILE") or is a switch ("--json").
 enum class FlagArity { kSwitch, kValue };
+// What shell completion offers for a flag's value.
+enum class FlagValues {
+  kNone,       // free text (a URL, a duration, a name): nothing offered
+  kFile,       // a file name
+  kDirectory,  // a directory name
+  kWords,      // one of `words`
+};
 struct FlagDescription {
   std::string name;  // without the leading "--"
   FlagArity arity;
+  std::string metavar;             // the value's name in help ("FILE"); empty for a switch
+  FlagValues values;               // what completion offers for the value
+  std::vector<std::string> words;  // kWords: the values accepted
+  std::string help;                // the default description, '\n' between lines
+  std::string env;                 // MESH_RECONCILER_<NAME>, empty when never read from there
 };
-// Every flag ParseSettings accepts, sorted by name: the one table behind the parser, shell
-// completion and the man page, so that none of them can name a flag the others lack.
+// Every flag ParseSettings accepts, sorted by name: the one table behind the parser, each
+// command's --help, shell completion and the man page, so that none of them can name a flag
+// the others lack. Each command accepts a subset (main.cc's command table).
 std::vector<FlagDescription> DescribeFlags();
 
-// Parses flags (both "--name value" and "--name=value"). Unknown flags are an error.
+// Parses flags (both "--name value" and "--name=value"; "-h" is --help, "-o json" --output
+// json). Unknown flags, flags not in `accepted`, a missing value and a value that looks like a
+// flag ("--records --bus ...") are errors; after "--" every argument is an operand. The
+// environment is read for the accepted flags only.
+Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv,
+                               const std::vector<std::string>& accepted);
+// The same, accepting every flag.
 Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEnv& getenv);
 
 // Reads the password (MESH_RECONCILER_PASSWORD, else --password-file, trailing newline
@@ -84,34 +105,6 @@ Status LoadSecrets(Settings& settings, const GetEnv& getenv);
 // The password in --password-file as LoadSecrets reads it (trailing newline stripped), for the
 // daemon to read again when the file is rotated. Errors name the file, never content.
 Result<std::string> ReadPasswordFile(const std::string& path);
-
-// The help text of every pass setting, for each subcommand's --help. The text is also a
-// constant so that help strings can be assembled at compile time (they are read by main.cc's
-// static command table, which must not depend on dynamic initialisation order).
-inline constexpr char kPassSettingsHelpText[] =
-    R"(Pass settings (each also from the environment as MESH_RECONCILER_<NAME>):
-  --records FILE          the records file (JSON, contract version 1)
-  --bus URL[,URL...]      nats://host:port (or tls://) of the bus: scheme, host and port only
-                          (userinfo, a path, a query or ';' parameters are refused, exit 64)
-  --user NAME             the reconciler's own user (default mesh-reconciler)
-  --password-file FILE    its password (or MESH_RECONCILER_PASSWORD)
-  --ca-file FILE          TLS: trust this CA for the bus
-                          (MESH_BROKER_CERTIFICATE=PEM pins the bus's own certificate)
-  --users-file FILE       the users file nats-server includes (written atomically, mode 0600);
-                          without it the reconciler acts on JetStream only
-  --users-scope SCOPE     server (default): the file is the whole accounts block; account: only
-                          the mesh's account entry, to include inside your own accounts block
-  --pid-file FILE         nats-server's pid file (SIGHUP to reload the users file)
-  --monitor URL           nats-server's monitoring endpoint, e.g. http://127.0.0.1:8222 (a
-                          path is allowed, never logged; userinfo, a query, ';' are refused)
-  --store-dir DIR         nats-server's JetStream store_dir, mounted here read-only: on 2.9 a
-                          deleted stream is recreated as soon as its old folder is gone there
-  --prune                 delete objects marked as ours that the records no longer derive
-  --lease                 several reconcilers on one cluster: only the holder of the JetStream
-                          KV lease acts on streams and consumers; each keeps its users file
-  --bcrypt-cost N         bcrypt cost for plain passwords (default 10)
-  --json                  machine-readable output
-)";
 
 // Joins string literals at compile time, for help texts that include kPassSettingsHelpText:
 //   constexpr auto kText = JoinText("Usage: ...\n", kPassSettingsHelpText);

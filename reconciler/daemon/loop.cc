@@ -219,6 +219,8 @@ uint64_t Loop::RequestPassAsync(PassDone done) {
       // pass runs shares the next one.
       waiters_.push_back(Waiter{ticket, started_ + 1, std::move(done)});
       pending_ |= Bit(Trigger::kForced);
+      last_forced_request_ = Clock::now();
+      if (!first_forced_request_) first_forced_request_ = last_forced_request_;
       wake_cv_.notify_all();
       return ticket;
     }
@@ -570,7 +572,23 @@ std::optional<Loop::Clock::time_point> Loop::FloorLocked() const {
     due = due ? std::min(*due, at) : at;
   };
   earliest(Trigger::kAdvisory, last_advisory_pass_, options_.advisory_floor);
-  earliest(Trigger::kForced, last_forced_pass_, options_.forced_floor);
+  if ((pending_ & Bit(Trigger::kForced)) != 0) {
+    Clock::time_point at = Clock::time_point::min();  // the first of a burst: at once
+    if (last_forced_pass_) {
+      // Past the floor, the burst must have paused: its requests still being read share
+      // this pass rather than wake a third.
+      const Clock::time_point floor = *last_forced_pass_ + options_.forced_floor;
+      at = floor;
+      // A burst that began after the floor is a new one: its first request runs at once.
+      if (first_forced_request_ && *first_forced_request_ >= floor) {
+        at = *first_forced_request_;
+      } else if (last_forced_request_) {
+        at = std::max(at, std::min(*last_forced_request_ + options_.forced_quiet,
+                                   floor + options_.forced_max_wait));
+      }
+    }
+    due = due ? std::min(*due, at) : at;
+  }
   return due;
 }
 
@@ -661,7 +679,10 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
   }
   if (!trigger) trigger = Trigger::kForced;  // a trigger outside the list (kOnce): serve it
   // This pass serves every wake-up so far and every timer that is due.
-  if ((pending_ & Bit(Trigger::kForced)) != 0) last_forced_pass_ = now;
+  if ((pending_ & Bit(Trigger::kForced)) != 0) {
+    last_forced_pass_ = now;
+    first_forced_request_.reset();
+  }
   pending_ = 0;
   if (retry_due) retry_at_.reset();
   if (periodic_due)

@@ -15,6 +15,27 @@ constexpr std::array kKinds = {ObjectKind::kUsersFile, ObjectKind::kStream, Obje
 constexpr std::array kStates = {DriftState::kMissing, DriftState::kDiffers, DriftState::kUnexpected,
                                 DriftState::kUnhealthy, DriftState::kUnrecoverable};
 static_assert(kStates.size() == Metrics::kDriftStates, "one drift cell per state");
+// The triggers of a daemon's passes (kOnce is the CLI's, never a daemon's), and every action a
+// repair can take: the label values of mesh_reconciler_passes_total and
+// mesh_reconciler_repairs_total, whose series are created at 0 at start so that rate() and the
+// dashboard's panels read 0, not "no data", until the first pass or repair. The asserts catch an
+// enumerator appended to either enum and not listed here.
+constexpr std::array kDaemonTriggers = {Trigger::kStart,          Trigger::kPeriodic,
+                                        Trigger::kAdvisory,       Trigger::kReconnect,
+                                        Trigger::kRecordsChanged, Trigger::kUsersFileChanged,
+                                        Trigger::kForced,         Trigger::kRetry,
+                                        Trigger::kLeaseAcquired,  Trigger::kRepair};
+static_assert(static_cast<size_t>(Trigger::kRepair) + 1 == kDaemonTriggers.size() + 1,
+              "every trigger but kOnce");
+constexpr std::array kPassResults = {PassResult::kSuccess, PassResult::kFailure,
+                                     PassResult::kWaiting};
+constexpr std::array kActionKinds = {ActionKind::kWriteUsersFile, ActionKind::kReloadServer,
+                                     ActionKind::kCreateStream,   ActionKind::kUpdateStream,
+                                     ActionKind::kDeleteStream,   ActionKind::kCreateConsumer,
+                                     ActionKind::kUpdateConsumer, ActionKind::kDeleteConsumer};
+static_assert(static_cast<size_t>(ActionKind::kDeleteConsumer) + 1 == kActionKinds.size(),
+              "every action kind");
+constexpr std::array kRepairResults = {Outcome::kDone, Outcome::kSkipped, Outcome::kFailed};
 
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const prometheus::Histogram::BucketBoundaries buckets = {
@@ -190,6 +211,18 @@ Metrics::Metrics(const std::string& version, const std::string& commit, LeaseMod
     for (size_t s = 0; s < kStates.size(); ++s) {
       drift_cells_[k][s] =
           drift_.Add({{"kind", ToString(kKinds[k])}, {"state", ToString(kStates[s])}});
+    }
+  }
+  for (const Trigger trigger : kDaemonTriggers) {
+    for (const PassResult result : kPassResults) {
+      passes_.Add({{"trigger", ToString(trigger)}, {"result", ToString(result)}});
+    }
+  }
+  for (const ActionKind kind : kActionKinds) {
+    for (const Outcome outcome : kRepairResults) {
+      repairs_.Add({{"kind", ToString(KindOf(kind))},
+                    {"action", VerbOf(kind)},
+                    {"result", RepairResult(outcome)}});
     }
   }
   for (const auto* family : {&writes_, &reloads_}) {

@@ -348,9 +348,11 @@ std::optional<HttpReply> Gate(const HttpState& state, const HttpRequest& request
     if (*path == candidate.path) route = &candidate;
   }
   if (route == nullptr) return Text(404, "not found");
-  if (request.method != route->method) {
+  const std::string_view method = route->method;
+  // HEAD is a GET without the body (RFC 9110 9.3.2), for probes and monitors that send it.
+  if (request.method != method && !(request.method == "HEAD" && method == "GET")) {
     HttpReply reply = Text(405, "method not allowed");
-    reply.headers.emplace_back("Allow", route->method);
+    reply.headers.emplace_back("Allow", method == "GET" ? "GET, HEAD" : route->method);
     return reply;
   }
   if (route->access == Access::kToken) {
@@ -369,13 +371,25 @@ std::optional<HttpReply> Gate(const HttpState& state, const HttpRequest& request
   return std::nullopt;
 }
 
+// A HEAD's reply from the GET's: the body's length kept, the body dropped.
+HttpReply WithoutBody(HttpReply reply) {
+  reply.head_length = reply.body.size();
+  reply.body.clear();
+  return reply;
+}
+
 }  // namespace
 
 HttpReply HandleRequest(const HttpState& state, const HttpRequest& request) {
   std::string_view path;
   std::string_view query;
-  if (std::optional<HttpReply> refused = Gate(state, request, &path, &query)) return *refused;
-  return Dispatch(state, path, query, request.peer);
+  HttpReply reply;
+  if (std::optional<HttpReply> refused = Gate(state, request, &path, &query)) {
+    reply = std::move(*refused);
+  } else {
+    reply = Dispatch(state, path, query, request.peer);
+  }
+  return request.method == "HEAD" ? WithoutBody(std::move(reply)) : reply;
 }
 
 uint64_t HandleRequestAsync(const HttpState& state, const HttpRequest& request,
@@ -383,11 +397,12 @@ uint64_t HandleRequestAsync(const HttpState& state, const HttpRequest& request,
   std::string_view path;
   std::string_view query;
   if (std::optional<HttpReply> refused = Gate(state, request, &path, &query)) {
-    reply(std::move(*refused));
+    reply(request.method == "HEAD" ? WithoutBody(std::move(*refused)) : std::move(*refused));
     return 0;
   }
   if (path != "/reconcile" || !query.empty()) {
-    reply(Dispatch(state, path, query, request.peer));
+    HttpReply answer = Dispatch(state, path, query, request.peer);
+    reply(request.method == "HEAD" ? WithoutBody(std::move(answer)) : std::move(answer));
     return 0;
   }
   return state.ForcePassAsync([reply](Result<std::shared_ptr<const std::string>> report) {

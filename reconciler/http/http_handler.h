@@ -75,6 +75,9 @@ struct HttpReply {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra: Allow, WWW-Authenticate
+  // A HEAD's reply: the GET's status and headers, no body; the Content-Length the GET's body
+  // would have (RFC 9110 9.3.2), which the server sends in place of the empty body's.
+  std::optional<size_t> head_length;
 };
 
 // What the handler may read and ask of the daemon. Methods are const: the object is a view,

@@ -383,6 +383,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     response_->body() = reply.body;
     response_->keep_alive(persist == Persist::kKeepAlive);
     response_->prepare_payload();
+    // HEAD: the GET's Content-Length, and no body after the headers.
+    if (reply.head_length) response_->content_length(*reply.head_length);
   }
 
   void Write(const HttpReply& reply, unsigned version, Persist persist) {

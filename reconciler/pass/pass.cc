@@ -243,6 +243,9 @@ struct Reconciler::Impl {
   // Renders inline from the hasher's cache (Render has adopted what the file proves), hashing
   // whatever is missing; the hasher must be here (not in a job).
   bool RenderInline(PassReport& report);
+  // `plan` (the CLI's observe-only pass): renders without bcrypt, marking what is not proven.
+  bool RenderForPlan(PassReport& report);
+  void NoteUnhashed(PassReport& report) const;
   // Starts the background job for `desired`; first gives `rendered` the interim file when the
   // users file on disk lacks (a proven) entry of the reconciler's own. False: render inline.
   bool StartHashJob(PassReport& report, const std::string& existing,
@@ -328,6 +331,7 @@ struct Reconciler::Impl {
   int64_t lane_failures_reported = 0;  // bus->lane_failures().count as a pass last reported it
   // The account of `bus`'s connection (/connz), once a recreation needed it (StoreFolderToWatch).
   std::optional<std::string> bus_account;
+  bool store_dir_parent_logged = false;  // StoreFolderToWatch's warning, once
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
@@ -345,7 +349,11 @@ struct Reconciler::Impl {
   model::RenderedUsersFile rendered;
   // Whether `rendered` is the users file for `desired` (kReady), an interim file with the
   // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
-  enum class UsersFile { kReady, kInterim, kPending } users_state = UsersFile::kPending;
+  // kEstimate: `plan`'s rendering without bcrypt (RenderForPlan), never written.
+  enum class UsersFile { kReady, kInterim, kPending, kEstimate } users_state = UsersFile::kPending;
+  int64_t unhashed_for_plan = 0;     // RenderForPlan's marked entries
+  int64_t other_cost_kept = 0;       // proven hashes of another cost, kept (Render)
+  int64_t other_cost_to_rehash = 0;  // the same with --rehash: to hash again
   std::optional<BackgroundHashing> background;
   PassGate gate;  // held while a pass applies JetStream actions; the job's threads wait on it
   std::unique_ptr<HashJob> job;
@@ -417,7 +425,7 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
     report.records_valid = true;
     if (!last_valid || !(*last_valid == loaded->records)) last_valid = std::move(loaded->records);
   }
-  if (!report.records_valid) {
+  if (!report.records_valid && report.trigger != Trigger::kOnce) {  // the CLI prints the list
     Log(LogLevel::kWarn, report.pass_id, "records invalid",
         {{"errors", report.records_errors.size()},
          {"first", report.records_errors.front()},
@@ -536,19 +544,99 @@ bool Reconciler::Impl::Render(PassReport& report) {
   if (!hasher) {
     hasher = std::make_unique<model::BcryptHasher>(own_password, settings.bcrypt_cost);
   }
-  // The users file as it is now: every hash its digest proves is reused, not computed again.
+  // The users file as it is now: every hash its digest proves is reused, not computed again;
+  // one of another cost than --bcrypt-cost only without --rehash (proven with the key at its
+  // cost: one bcrypt for all of them).
   const std::string existing = observers::ObserveUsersFile(settings.users_file).bytes;
   model::HashedCredentials reusable =
-      model::ReusableHashes(desired, existing, hasher->digest_key(), hasher->cost());
+      model::ProvenBy(*hasher, desired, existing, model::OtherCostHashes::kKeep);
+  other_cost_kept = 0;
+  other_cost_to_rehash = 0;
+  for (auto it = reusable.begin(); it != reusable.end();) {
+    if (model::HashCost(it->second) == hasher->cost()) {
+      ++it;
+    } else if (settings.other_costs == model::OtherCostHashes::kRehash) {
+      ++other_cost_to_rehash;
+      it = reusable.erase(it);
+    } else {
+      ++other_cost_kept;
+      ++it;
+    }
+  }
+  if (other_cost_kept > 0 || other_cost_to_rehash > 0) {
+    Log(LogLevel::kInfo, report.pass_id,
+        other_cost_kept > 0
+            ? "users file: hashes of another cost than --bcrypt-cost kept (proven by their "
+              "digests; --rehash hashes them again)"
+            : "users file: hashes of another cost than --bcrypt-cost to re-hash (--rehash)",
+        {{"hashes", other_cost_kept + other_cost_to_rehash}, {"bcrypt_cost", hasher->cost()}});
+  }
   if (previous_key) {
     // Written before the password rotated: proven with the old key, rewritten with the new.
     reusable.merge(model::ReusableHashes(desired, existing, *previous_key, hasher->cost()));
   }
   hasher->Adopt(desired, reusable);
+  if (!background && report.mode == ApplyMode::kObserveOnly && report.trigger == Trigger::kOnce &&
+      hasher->Uncached(desired) > 0) {
+    return RenderForPlan(report);
+  }
   if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
     return true;
   }
   return RenderInline(report);
+}
+
+bool Reconciler::Impl::RenderForPlan(PassReport& report) {
+  // What is not proven differs from the file whatever its hash would be: `plan` says so without
+  // bcrypt. Such an entry is rendered with a mark in place of its hash (never written: this
+  // rendering is observe-only, kEstimate, and the next pass renders again).
+  model::HashedCredentials hashes;
+  unhashed_for_plan = 0;
+  for (const model::Principal& p : desired.principals) {
+    if (p.credential.kind == model::Credential::Kind::kNone) continue;
+    if (std::optional<std::string> hash = hasher->Cached(p.user, p.credential)) {
+      hashes.emplace(p.user, std::move(*hash));
+    } else {
+      hashes.emplace(p.user, "$2b$(not hashed by plan)");
+      ++unhashed_for_plan;
+    }
+  }
+  model::CredentialDigests digests;
+  for (const model::Principal& p : desired.principals) {
+    if (p.credential.kind != model::Credential::Kind::kPlain) continue;
+    const std::string& hash = hashes.at(p.user);
+    const std::optional<int> cost = model::HashCost(hash);
+    if (!cost) continue;
+    Result<std::string> digest =
+        model::CredentialDigest(hasher->DigestKeyAt(*cost), p.user, hash, p.credential.secret);
+    if (digest.ok()) digests.emplace(p.user, std::move(*digest));
+  }
+  Result<model::RenderedUsersFile> file =
+      model::RenderUsersFile(desired, hashes, settings.users_scope, digests);
+  if (!file.ok()) {
+    report.status = file.status();
+    return false;
+  }
+  rendered = std::move(*file);
+  users_state = UsersFile::kEstimate;
+  return true;
+}
+
+// The note of the users file's drift entry when `plan` left passwords unhashed.
+void Reconciler::Impl::NoteUnhashed(PassReport& report) const {
+  if (users_state != UsersFile::kEstimate || unhashed_for_plan == 0) return;
+  for (DriftEntry& entry : report.plan.drift) {
+    if (entry.kind != ObjectKind::kUsersFile) continue;
+    std::string note = std::to_string(unhashed_for_plan) +
+                       " password(s) not proven by the file, left unhashed by plan (reconcile "
+                       "hashes them)";
+    if (other_cost_to_rehash > 0) {
+      note += ": " + std::to_string(other_cost_to_rehash) +
+              " of them hashes of another cost to re-hash at cost " +
+              std::to_string(settings.bcrypt_cost) + " (--rehash)";
+    }
+    entry.note = entry.note.empty() ? note : entry.note + "; " + note;
+  }
 }
 
 bool Reconciler::Impl::RenderInline(PassReport& report) {
@@ -597,8 +685,9 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
       }
       if (!hash) return true;  // neither hashed nor on disk: it waits for the job
       if (proven) {
-        Result<std::string> digest =
-            model::CredentialDigest(hasher->digest_key(), p.user, *hash, p.credential.secret);
+        Result<std::string> digest = model::CredentialDigest(
+            hasher->DigestKeyAt(model::HashCost(*hash).value_or(hasher->cost())), p.user, *hash,
+            p.credential.secret);
         if (digest.ok()) digests.emplace(p.user, std::move(*digest));
       }
       hashes.emplace(p.user, std::move(*hash));
@@ -845,6 +934,9 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
         {{"trigger", ToString(report.trigger)}, {"reason", report.status.message()}});
     return;
   }
+  // The CLI's one pass (plan, reconcile --once) prints its report, which says the error: the
+  // log line would say it a second time on the same terminal.
+  if (!report.status.ok() && report.trigger == Trigger::kOnce) return;
   if (!report.status.ok()) {
     Log(LogLevel::kWarn, report.pass_id, "pass failed",
         {{"trigger", ToString(report.trigger)},
@@ -961,6 +1053,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     report.lease = LeaseRound(pass_id);
   }
   report.plan = Plan(desired, rendered, *observed, options);
+  NoteUnhashed(report);
   if (mode == ApplyMode::kApply && WaitForRemovedStores(pass_id, *observed, report.plan)) {
     observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
     if (!observed.ok()) {
@@ -1101,7 +1194,25 @@ std::optional<std::string> Reconciler::Impl::StoreFolderToWatch(
     if (!account.ok()) return unusable("the connection's account: " + account.status().ToString());
     bus_account = *account;
   }
-  const std::string folder = observers::StreamsFolder(settings.store_dir, *bus_account);
+  // Inspected again at each use: a folder with no layout at start gets it at the first stream.
+  Result<observers::StoreDir> store = observers::InspectStoreDir(settings.store_dir);
+  if (!store.ok()) return unusable(store.status().message());
+  if (store->layout == observers::StoreDirLayout::kPrintedFolder && !store_dir_parent_logged) {
+    store_dir_parent_logged = true;  // the CLI logs it at start when it can already tell
+    Log(LogLevel::kWarn, pass_id,
+        "--store-dir is the folder nats-server prints as its Store Directory; using its parent "
+        "(give the parent to silence this)",
+        {{"given", settings.store_dir}, {"store_dir", store->path}});
+  }
+  const std::string folder = observers::StreamsFolder(store->path, *bus_account);
+  if (std::find(store->accounts.begin(), store->accounts.end(), *bus_account) ==
+      store->accounts.end()) {
+    std::string found;
+    for (const std::string& a : store->accounts) found += (found.empty() ? "" : ", ") + a;
+    return unusable("expected the streams of account " + *bus_account + " at " + folder +
+                    "; the store holds " +
+                    (found.empty() ? std::string("no account's streams") : "accounts " + found));
+  }
   std::vector<StreamName> others;
   for (const auto& [name, consumers] : seen_streams) {
     if (std::find(recreated.begin(), recreated.end(), name.str()) == recreated.end()) {

@@ -30,6 +30,9 @@ struct PassSettings {
   Prune prune = Prune::kNo;           // --prune
   LeaseMode lease = LeaseMode::kOff;  // --lease (MESH_RECONCILER_LEASE=1)
   int bcrypt_cost = 10;               // --bcrypt-cost
+  // --rehash: a hash of the users file at another cost than --bcrypt-cost, proven by its digest,
+  // is hashed again at --bcrypt-cost; without it, it is kept (not drift).
+  model::OtherCostHashes other_costs = model::OtherCostHashes::kKeep;
   // --users-scope server|account: what the users file holds (model/users_file.h).
   model::UsersScope users_scope = model::UsersScope::kServer;
   // --interval 30s | 5m | 500ms: the daemon's period; the lease's TTL and rounds follow it.

@@ -3,7 +3,8 @@
 // Usage: node tests/charts/assert.mjs RENDERED.yaml CHECK [ARG...]
 //   pod                    the pod's wiring: shared volumes, pid file, init container, probes,
 //                          ports, users, security contexts, credentials only from Secrets
-//   cluster N              N members: replicas, routes through the headless Service, PDB
+//   cluster N [open]       N members: replicas, routes through the headless Service (with the
+//                          route credential; open: routes.authorization false), PDB
 //   monitoring KIND|none [RUNBOOK_BASE_URL]
 //                          PodMonitor / ServiceMonitor / none, and the PrometheusRule
 //   no-rules               no PrometheusRule
@@ -11,6 +12,10 @@
 //   extras                 imagePullSecrets, ServiceAccount, extra containers/volumes/env and
 //                          nats.extraConfig as chart_test.sh renders them
 //   jetstream-only         reconciler.usersFile: none: no users file anywhere
+//   helm-test              the `helm test` Pod runs plan against the client Service
+//   official-monitoring RELEASE
+//                          the official chart with the overlay: PodMonitor (job of the rules,
+//                          bus RELEASE), PrometheusRule and dashboard ConfigMap
 // Each check prints what it verified; the first failed assertion exits 1 naming it.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -117,7 +122,10 @@ function checkPod(docs) {
   const sidecarUsers = where(pod, sidecar, envValue(sidecar, 'MESH_RECONCILER_USERS_FILE'), 'MESH_RECONCILER_USERS_FILE');
   check(sidecarUsers.id === out.id, `the sidecar writes ${sidecarUsers.id}, nats includes ${out.id}`);
   check(!sidecarUsers.mount.readOnly, 'the sidecar mounts the users folder read-only');
-  check(!/^\s*(accounts|authorization)\s*[{:]/m.test(conf), 'nats.conf defines accounts or authorization itself');
+  // Clients' accounts and users are the users file's; the cluster block's authorization is the
+  // routes' (checked by `cluster`).
+  const outsideCluster = conf.replace(/^\s*cluster\s*{[\s\S]*?^\s*}/m, '');
+  check(!/^\s*(accounts|authorization)\s*[{:]/m.test(outsideCluster), 'nats.conf defines accounts or authorization itself');
 
   const natsPid = where(pod, nats, natsSetting(conf, 'pid_file'), 'pid_file');
   check(natsPid.volume.emptyDir, 'the pid file is not on an emptyDir');
@@ -199,7 +207,7 @@ function checkPod(docs) {
               `metrics port ${listen}, uid ${natsUid})`);
 }
 
-function checkCluster(docs, n) {
+function checkCluster(docs, n, open) {
   const { sts, pod, byName } = statefulSet(docs);
   check(sts.spec.replicas === n, `replicas ${sts.spec.replicas}, expected ${n}`);
   const { conf } = natsConfig(docs, pod, byName.nats);
@@ -223,7 +231,28 @@ function checkCluster(docs, n) {
   check(block, 'no cluster block in nats.conf');
   const clusterPort = portOf(natsSetting(block, 'listen'));
   const ns = sts.metadata.namespace;
-  const routes = [...block.matchAll(/nats:\/\/[^\s,\]]+/g)].map((m) => m[0]).sort();
+  // Closed routes (routes.authorization, the default): nats.conf takes the authorization block
+  // and the routes from the nats container's environment, where Kubernetes puts the password in
+  // from a secretKeyRef; every route carries the credential. Open: the routes are in nats.conf.
+  let routeText = block;
+  const env = (name) => (byName.nats.env ?? []).find((e) => e.name === name);
+  if (open) {
+    check(!/authorization/.test(block), 'routes.authorization false, but the cluster block has an authorization');
+    check(!env('MESH_ROUTES'), 'routes.authorization false, but MESH_ROUTES is set');
+  } else {
+    check(/^\s*authorization\s*:\s*\$MESH_ROUTE_AUTH\s*$/m.test(block), 'the cluster block does not take its authorization from $MESH_ROUTE_AUTH');
+    check(/^\s*routes\s*:\s*\$MESH_ROUTES\s*$/m.test(block), 'the cluster block does not take its routes from $MESH_ROUTES');
+    check(env('MESH_ROUTE_PASSWORD')?.valueFrom?.secretKeyRef, 'MESH_ROUTE_PASSWORD is not from a Secret');
+    const auth = env('MESH_ROUTE_AUTH')?.value ?? '';
+    check(/password: "\$\(MESH_ROUTE_PASSWORD\)"/.test(auth), `MESH_ROUTE_AUTH ${auth} does not name $(MESH_ROUTE_PASSWORD)`);
+    const user = auth.match(/user: "([^"]+)"/)?.[1];
+    routeText = env('MESH_ROUTES')?.value ?? '';
+    const urls = [...routeText.matchAll(/nats:\/\/[^\s,\]"]+/g)].map((m) => m[0]);
+    check(urls.length === n && urls.every((u) => u.startsWith(`nats://${user}:$(MESH_ROUTE_PASSWORD)@`)),
+          `not every route carries the credential of ${user}: ${routeText}`);
+    routeText = routeText.replaceAll(`${user}:$(MESH_ROUTE_PASSWORD)@`, '');
+  }
+  const routes = [...routeText.matchAll(/nats:\/\/[^\s,\]"]+/g)].map((m) => m[0]).sort();
   const expected = [...Array(n).keys()]
     .map((i) => `nats://${sts.metadata.name}-${i}.${headless.metadata.name}.${ns}.svc.cluster.local:${clusterPort}`)
     .sort();
@@ -232,16 +261,23 @@ function checkCluster(docs, n) {
   check(headless.spec.ports.some((p) => p.port === clusterPort), 'the headless Service lacks the cluster port');
   check(/^\s*server_name\s*:\s*\$POD_NAME\s*$/m.test(conf), 'server_name is not the pod name');
   check(pdb?.spec?.maxUnavailable === 1, 'no PodDisruptionBudget with maxUnavailable 1');
-  console.log(`cluster ok: ${n} routes through ${headless.metadata.name}, PodDisruptionBudget`);
+  console.log(`cluster ok: ${n} ${open ? 'open' : 'authenticated'} routes through ${headless.metadata.name}, PodDisruptionBudget`);
 }
 
-function checkMonitoring(docs, kind, runbookBaseUrl) {
+function checkMonitoring(docs, kind, runbookBaseUrl, release = undefined) {
   const { sts, byName } = statefulSet(docs);
+  release ??= sts.metadata.name;
   const podLabels = sts.spec.template.metadata.labels;
   const selects = (selector, labels) => Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
   const podMonitors = docs.filter((d) => d.kind === 'PodMonitor');
   const serviceMonitors = docs.filter((d) => d.kind === 'ServiceMonitor');
-  const jobRelabel = (e) => (e.relabelings ?? []).some((r) => r.targetLabel === 'job' && r.replacement === 'mesh-reconciler');
+  // The job every rule selects (one, read from the rules), set by the scrape; and bus, by which
+  // MeshLeaseHoldersNotOne counts, set to the release's name.
+  const jobs = new Set([...fs.readFileSync(kRulesFile, 'utf8').matchAll(/job="([^"]*)"/g)].map((m) => m[1]));
+  check(jobs.size === 1, `the rules select ${jobs.size} jobs: ${[...jobs]}`);
+  const [job] = jobs;
+  const jobRelabel = (e) => (e.relabelings ?? []).some((r) => r.targetLabel === 'job' && r.replacement === job) &&
+    (e.relabelings ?? []).some((r) => r.targetLabel === 'bus' && r.replacement === release);
   if (kind === 'none') {
     check(podMonitors.length + serviceMonitors.length === 0, 'monitoring objects rendered while disabled');
     check(!docs.some((d) => d.kind === 'PrometheusRule'), 'a PrometheusRule rendered while monitoring is disabled');
@@ -253,7 +289,7 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     const [endpoint] = podMonitors[0].spec.podMetricsEndpoints;
     check(selects(podMonitors[0].spec.selector, podLabels), 'the PodMonitor does not select the pods');
     check(endpoint.port === 'metrics' && byName['mesh-reconciler'].ports.some((p) => p.name === 'metrics'), 'the PodMonitor does not scrape port "metrics"');
-    check(jobRelabel(endpoint), 'the PodMonitor does not set job="mesh-reconciler"');
+    check(jobRelabel(endpoint), `the PodMonitor does not set job="${job}" and bus="${release}"`);
   } else {
     check(serviceMonitors.length === 1 && podMonitors.length === 0, 'expected exactly one ServiceMonitor');
     const [endpoint] = serviceMonitors[0].spec.endpoints;
@@ -261,7 +297,7 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     check(services.length === 1, `the ServiceMonitor selects ${services.length} Services, expected 1`);
     check(services[0].spec.ports.some((p) => p.name === endpoint.port), `the selected Service has no port ${endpoint.port}`);
     check(selects({ matchLabels: services[0].spec.selector }, podLabels), 'the selected Service does not select the pods');
-    check(jobRelabel(endpoint), 'the ServiceMonitor does not set job="mesh-reconciler"');
+    check(jobRelabel(endpoint), `the ServiceMonitor does not set job="${job}" and bus="${release}"`);
   }
   const rule = findOne(docs, 'PrometheusRule');
   const expected = YAML.parse(fs.readFileSync(kRulesFile, 'utf8'));
@@ -271,7 +307,19 @@ function checkMonitoring(docs, kind, runbookBaseUrl) {
     }
   }
   check(util.isDeepStrictEqual(rule.spec, expected), 'the PrometheusRule differs from files/alert-rules.yaml');
-  console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=mesh-reconciler; PrometheusRule = files/alert-rules.yaml`);
+  console.log(`monitoring ok: ${kind} scrapes port "metrics" as job=${job}, bus=${release}; PrometheusRule = files/alert-rules.yaml`);
+}
+
+// The official chart rendered with the overlay: its PodMonitor, PrometheusRule and dashboard
+// ConfigMap (extraResources) as the project's chart has them; bus is the official release's name.
+function checkOfficialMonitoring(docs, release) {
+  checkMonitoring(docs, 'PodMonitor', undefined, release);
+  const dashboards = docs.filter((d) => d.kind === 'ConfigMap' && d.metadata.labels?.grafana_dashboard === '1');
+  check(dashboards.length === 1, `${dashboards.length} dashboard ConfigMaps, expected 1`);
+  const json = Object.values(dashboards[0].data ?? {});
+  const expected = JSON.parse(fs.readFileSync(path.join(repoRoot, 'charts/mesh-reconciler/dashboards/mesh-reconciler.json'), 'utf8'));
+  check(json.length === 1 && util.isDeepStrictEqual(JSON.parse(json[0]), expected), 'the dashboard ConfigMap is not dashboards/mesh-reconciler.json');
+  console.log(`official monitoring ok: ${docName(dashboards[0])} is the chart's dashboard`);
 }
 
 // The official chart's extension points, as rendered with the values chart_test.sh gives:
@@ -292,7 +340,66 @@ function checkExtras(docs) {
   const { conf } = natsConfig(docs, pod, byName.nats);
   check(/^\s*websocket\s*{\s*port:\s*8080/m.test(conf), 'nats.extraConfig not merged into nats.conf');
   check(conf.indexOf('websocket') < conf.indexOf('include '), 'nats.extraConfig comes after the users file include');
-  console.log(`extension points ok: ${docName(sts)} pull secrets, ServiceAccount, extra container, volume, env, nats.conf merge`);
+  // The official chart's extension points (issue 36).
+  check((byName.nats.ports ?? []).some((p) => p.name === 'websocket' && p.containerPort === 8080), 'nats.extraPorts not rendered');
+  const client = findOne(docs, 'Service', sts.metadata.name);
+  check(client.spec.type === 'LoadBalancer', `service.type ${client.spec.type}`);
+  check(client.metadata.annotations?.['example.com/load-balancer'] === 'internal', 'service.annotations not rendered');
+  check(client.metadata.labels?.exposure === 'internal', 'service.labels not rendered');
+  check(client.spec.ports.some((p) => p.name === 'websocket' && p.port === 8080 && p.targetPort === 'websocket'), 'service.extraPorts not rendered');
+  check(client.spec.ports.some((p) => p.name === 'client'), 'the client port is gone from the Service');
+  const selector = sts.spec.selector.matchLabels;
+  check(pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution, 'affinity.nodeAffinity not rendered');
+  check(pod.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution, 'podAntiAffinity soft is lost beside affinity');
+  const spread = pod.topologySpreadConstraints ?? [];
+  check(spread.length === 1 && spread[0].topologyKey === 'topology.kubernetes.io/zone', 'topologySpreadConstraints not rendered');
+  check(util.isDeepStrictEqual(spread[0].labelSelector, { matchLabels: selector }), 'a spread constraint without labelSelector does not get the pod labels');
+  check(pod.nodeSelector?.disk === 'ssd', 'nodeSelector not rendered');
+  check(pod.tolerations?.[0]?.key === 'dedicated' && pod.tolerations[0].effect === 'NoSchedule', 'tolerations not rendered');
+  check(pod.priorityClassName === 'mesh-critical', 'priorityClassName not rendered');
+  const podMeta = sts.spec.template.metadata;
+  check(podMeta.labels?.team === 'mesh', 'podLabels not rendered');
+  check(Object.entries(selector).every(([k, v]) => podMeta.labels[k] === v), 'the pod lost its selector labels');
+  check(podMeta.annotations?.['example.com/kept'] === 'yes', 'podAnnotations not rendered');
+  check(podMeta.annotations?.['checksum/config'], 'the config checksum annotation is lost');
+  // The patches: each container's, then the pod's.
+  check(envValue(byName.nats, 'GOMEMLIMIT') === '900MiB', 'nats.patch (add /env/-) not applied');
+  check(byName.nats.resources?.limits?.memory === '2Gi', 'nats.patch (replace) not applied');
+  check(byName['mesh-reconciler'].env[0].name === 'PATCHED_SIDECAR', 'reconciler.patch (add /env/0) not applied');
+  check(envValue(byName['mesh-reconciler'], 'MESH_RECONCILER_RECORDS'), 'reconciler.patch lost the sidecar\'s environment');
+  check(envValue(byName['render-users'], 'PATCHED_INIT') === '1', 'reconciler.initContainerPatch not applied');
+  check(envValue(byName['render-users'], 'PATCHED_SIDECAR') === undefined, 'reconciler.patch reached the init container');
+  check(podMeta.annotations?.['example.com/patched'] === 'yes', 'podTemplate.patch (add, ~1) not applied');
+  check(!('example.com/removed' in podMeta.annotations), 'podTemplate.patch (remove) not applied');
+  check(pod.terminationGracePeriodSeconds === 90, 'podTemplate.patch (replace) not applied');
+  check(pod.dnsConfig?.options?.[0]?.name === 'ndots', 'podTemplate.patch (add object) not applied');
+  checkHelmTest(docs, sts);
+  console.log(`extension points ok: ${docName(sts)} pull secrets, ServiceAccount, extra container, volume, env, nats.conf merge; ` +
+              'extra container and Service ports, Service type/labels/annotations, affinity, spread, node selector, ' +
+              'tolerations, priority class, pod labels/annotations, container and pod patches, helm test');
+}
+
+// The `helm test` Pod: mesh-reconciler plan against the client Service with the records and
+// the reconciler's password, from the same Secrets as the StatefulSet's pods.
+function checkHelmTest(docs, sts) {
+  const tests = docs.filter((d) => d.kind === 'Pod' && d.metadata.annotations?.['helm.sh/hook'] === 'test');
+  check(tests.length === 1, `${tests.length} helm test Pods, expected 1`);
+  const [test] = tests;
+  const [c] = test.spec.containers;
+  check(util.isDeepStrictEqual([...c.command, ...(c.args ?? [])], ['mesh-reconciler', 'plan']), 'the helm test does not run mesh-reconciler plan');
+  check(test.spec.restartPolicy === 'Never', 'the helm test Pod restarts');
+  const bus = envValue(c, 'MESH_RECONCILER_BUS');
+  const ns = sts.metadata.namespace;
+  check(new RegExp(`^(nats|tls)://${sts.metadata.name}\\.${ns}\\.svc\\.[a-z.]+:\\d+$`).test(bus), `the helm test's bus ${bus} is not the client Service`);
+  const sidecar = allContainers(sts.spec.template.spec).find((x) => x.name === 'mesh-reconciler');
+  for (const name of ['MESH_RECONCILER_RECORDS', 'MESH_RECONCILER_USER', 'MESH_RECONCILER_PASSWORD_FILE', 'MESH_RECONCILER_PRUNE']) {
+    check(envValue(c, name) === envValue(sidecar, name), `the helm test's ${name} differs from the sidecar's`);
+  }
+  const sources = (v) => (v ?? []).find((x) => x.name === 'mesh-secrets')?.projected?.sources.slice(0, 2);
+  check(util.isDeepStrictEqual(sources(test.spec.volumes), sources(sts.spec.template.spec.volumes)),
+        'the helm test reads other Secrets than the pods');
+  checkSecurity(test.spec, c);
+  console.log(`helm test ok: ${docName(test)} runs plan against ${bus}`);
 }
 
 // reconciler.usersFile: none: JetStream only, the operator's own authentication.
@@ -330,9 +437,11 @@ await main(async ([file, name, ...args]) => {
   const docs = manifests.map((m) => m.doc);
   switch (name) {
     case 'pod': return checkPod(docs);
-    case 'cluster': return checkCluster(docs, Number(args[0]));
+    case 'cluster': return checkCluster(docs, Number(args[0]), args[1] === 'open');
     case 'monitoring': return checkMonitoring(docs, args[0], args[1]);
     case 'confined': return checkConfined(manifests, args);
+    case 'official-monitoring': return checkOfficialMonitoring(docs, args[0]);
+    case 'helm-test': return checkHelmTest(docs, statefulSet(docs).sts);
     case 'extras': return checkExtras(docs);
     case 'jetstream-only': return checkJetStreamOnly(docs);
     default: check(false, `unknown check ${name}`);

@@ -4,7 +4,8 @@
 //     written out from the rendered manifests, emptyDirs and claim templates are empty);
 //   - every container gets a launcher ROOT/run/<container>.sh that runs its command and args
 //     with its environment (literal values, fieldRefs, secretKeyRefs resolved from the
-//     manifests) and nothing else from ours but PATH.
+//     manifests; $(NAME) in a value replaced as Kubernetes does) and nothing else from ours but
+//     PATH.
 // Absolute paths under a mount point, in args, env values and ConfigMap contents, are mapped to
 // ROOT/<path>; 0.0.0.0 becomes 127.0.0.1; each --host NAME=ADDRESS replaces the text NAME by
 // ADDRESS (the cluster routes' pod DNS names, which do not resolve here). Nothing else is
@@ -13,11 +14,12 @@
 // instead of its args (like `kubectl exec -c NAME -- COMMAND ARGS`, paths mapped).
 //
 // Usage: node tests/charts/pod.mjs RENDERED.yaml --root DIR --bin NAME=PATH... [--extra FILE...]
-//                                  [--ordinal N] [--host NAME=ADDRESS...]
+//                                  [--ordinal N] [--host NAME=ADDRESS...] [--pod NAME]
 //   --bin      what each container's command[0] runs here (mesh-reconciler=..., nats-server=...)
 //   --extra    more manifests (e.g. a TLS Secret that the chart only names)
 //   --ordinal  which replica this is (its pod name <statefulset>-N; default 0)
 //   --host     a text to replace, e.g. POD.HEADLESS.NS.svc.cluster.local:6222=127.0.0.1:16222
+//   --pod      lay out the bare Pod of that name (e.g. the `helm test` Pod) instead
 // Prints the pod name and each launcher.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,6 +46,7 @@ function parseArgs(argv) {
       const [name, bin] = value.split('=');
       options.bins[name] = bin;
     } else if (flag === '--extra') options.extra.push(value);
+    else if (flag === '--pod') options.podName = value;
     else if (flag === '--ordinal') {
       options.ordinal = Number(value);
       check(Number.isInteger(options.ordinal) && options.ordinal >= 0, `--ordinal ${value}: not a replica number`);
@@ -61,10 +64,22 @@ function parseArgs(argv) {
 await main(async (argv) => {
   const options = parseArgs(argv);
   const docs = [options.file, ...options.extra].flatMap((f) => readManifests(f).map((m) => m.doc));
-  const { sts, pod } = statefulSet(docs);
-  check(options.ordinal < (sts.spec.replicas ?? 1), `--ordinal ${options.ordinal}: the StatefulSet has ${sts.spec.replicas ?? 1} replica(s)`);
-  const podName = `${sts.metadata.name}-${options.ordinal}`;
-  const namespace = sts.metadata.namespace ?? 'default';
+  let pod, podName, namespace, claims;
+  if (options.podName) {
+    const bare = docs.find((d) => d.kind === 'Pod' && d.metadata?.name === options.podName);
+    check(bare, `no Pod ${options.podName} in the manifests`);
+    ({ spec: pod } = bare);
+    podName = options.podName;
+    namespace = bare.metadata.namespace ?? 'default';
+    claims = [];
+  } else {
+    const { sts, pod: template } = statefulSet(docs);
+    check(options.ordinal < (sts.spec.replicas ?? 1), `--ordinal ${options.ordinal}: the StatefulSet has ${sts.spec.replicas ?? 1} replica(s)`);
+    pod = template;
+    podName = `${sts.metadata.name}-${options.ordinal}`;
+    namespace = sts.metadata.namespace ?? 'default';
+    claims = sts.spec.volumeClaimTemplates ?? [];
+  }
   const containers = allContainers(pod);
   const root = options.root;
 
@@ -116,7 +131,7 @@ await main(async (argv) => {
       fs.mkdirSync(dir, { recursive: true });
       const volume = (pod.volumes ?? []).find((v) => v.name === mount.name);
       if (!volume) {
-        check((sts.spec.volumeClaimTemplates ?? []).some((t) => t.metadata.name === mount.name),
+        check(claims.some((t) => t.metadata.name === mount.name),
               `${container.name}: volume ${mount.name} is not defined`);
         continue;
       }
@@ -135,19 +150,28 @@ await main(async (argv) => {
     return values[fieldPath];
   };
 
-  const envOf = (container) =>
-    (container.env ?? []).map((e) => {
-      if ('value' in e) return [e.name, mapText(String(e.value))];
-      if (e.valueFrom?.fieldRef) return [e.name, fieldValue(e.valueFrom.fieldRef.fieldPath)];
-      if (e.valueFrom?.secretKeyRef) {
+  // Kubernetes replaces $(NAME) in a value by an earlier variable of the same container ($$ is a
+  // literal $; an unknown NAME stays as written).
+  const expand = (text, known) =>
+    text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (all, name) =>
+      name === undefined ? '$' : (known.has(name) ? known.get(name) : all));
+
+  const envOf = (container) => {
+    const known = new Map();
+    return (container.env ?? []).map((e) => {
+      let value;
+      if ('value' in e) value = expand(mapText(String(e.value)), known);
+      else if (e.valueFrom?.fieldRef) value = fieldValue(e.valueFrom.fieldRef.fieldPath);
+      else if (e.valueFrom?.secretKeyRef) {
         const ref = e.valueFrom.secretKeyRef;
         const bytes = objectData(lookup('Secret', ref.name), ref.key);
         check(bytes, `Secret ${ref.name} has no key ${ref.key}`);
-        return [e.name, bytes.toString()];
-      }
-      check(false, `${container.name}: env ${e.name} is not supported`);
-      return undefined;
+        value = bytes.toString();
+      } else check(false, `${container.name}: env ${e.name} is not supported`);
+      known.set(e.name, value);
+      return [e.name, value];
     });
+  };
 
   // Launchers.
   const runDir = path.join(root, 'run');

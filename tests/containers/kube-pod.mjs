@@ -24,6 +24,9 @@
 //   8. $(VAR) references in env values are expanded from the container's earlier variables,
 //      as the kubelet does (podman 4.3.1 passes them literally: the official chart's
 //      SERVER_NAME=$(POD_NAME) reached nats-server as "$(POD_NAME)", and it refused to start).
+//      Variables from a secretKeyRef are set to the Secret's value first (as the kubelet
+//      injects them; podman 4.3.1 looks the name up among podman's own secrets, which the test
+//      does not create), so that $(MESH_ROUTE_PASSWORD) in the route URLs is expanded.
 //   9. --host-alias NAME=IP adds hostAliases, for the cluster routes' pod DNS names
 //      (<pod>.<headless service>.<namespace>.svc.<domain>), which nothing resolves here.
 // Probes are kept but podman does not run them (readiness/startup ignored; liveness needs
@@ -172,6 +175,15 @@ await main(async (argv) => {
       } else if (env.valueFrom?.fieldRef) {
         const value = fieldValue(env.valueFrom.fieldRef.fieldPath);
         if (value !== undefined) known[env.name] = value;
+      } else if (env.valueFrom?.secretKeyRef) {
+        const ref = env.valueFrom.secretKeyRef;
+        const secret = findMaybe(docs, 'Secret', ref.name);
+        check(secret, `container ${container.name}: env ${env.name} names Secret ${ref.name}, which is not in the rendering (pass it with --extra)`);
+        const bytes = objectData(secret, ref.key);
+        check(bytes, `Secret ${ref.name} has no key ${ref.key}`);
+        env.value = bytes.toString();
+        delete env.valueFrom;
+        known[env.name] = env.value;
       }
     }
   }

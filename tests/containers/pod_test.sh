@@ -313,8 +313,10 @@ three_play() {
     three_ips[i]="$base.$((20 + i))"
     aliases+=(--host-alias "$kName-c-$i.$kName-c-headless.mesh-test.svc.cluster.local=${three_ips[i]}")
   done
-  grep -q "nats://$kName-c-0.$kName-c-headless.mesh-test.svc.cluster.local:" "$three" ||
-    { echo "the rendered routes are not the pod DNS names this test maps"; grep -A6 'routes' "$three"; return 1; }
+  # Closed routes (the chart's default): each route URL carries the route credential, which
+  # kube-pod.mjs expands from the rendered Secret as the kubelet would.
+  grep -q "nats://mesh-route:\$(MESH_ROUTE_PASSWORD)@$kName-c-0.$kName-c-headless.mesh-test.svc.cluster.local:" "$three" ||
+    { echo "the rendered routes are not the pod DNS names this test maps, with the route credential"; grep -A3 'MESH_ROUTES' "$three"; return 1; }
   for i in 0 1 2; do
     POD_IP="${three_ips[i]}" play_pod "$three" "$i" "${aliases[@]}" || return 1
     three_pods[i]="$(cat "$work/last-pod")"
@@ -470,7 +472,7 @@ if [[ "${MESH_POD_TEST_THREE:-1}" == 1 ]]; then
   before=$failed
   run_test "three pods: the Pods derived from the rendered StatefulSet (replicas: 3) play" three_play
   if [[ $failed -eq $before ]]; then
-    run_test "three pods: the JetStream cluster forms through the rendered routes" three_cluster
+    run_test "three pods: the JetStream cluster forms through the rendered routes, with the route credential" three_cluster
     run_test "three pods: exactly one sidecar holds the lease" three_one_holder
     run_test "three pods: after the holder's pod is killed, another repairs a deletion" three_takeover
   fi

@@ -186,6 +186,45 @@ TEST_CASE("digests: another reconciler secret or another cost reuses nothing", "
   CHECK(ReusableHashes(desired, written.bytes, DigestKey(), kCheapCost).empty());
 }
 
+// Issue 37 item 8: a hasher at another cost proved nothing, so every password was hashed again.
+// A digest is keyed at its hash's cost: one bcrypt (that cost's key) proves them all, and the
+// file renders to the same bytes unless the hashes are to be re-hashed.
+TEST_CASE("digests: hashes of another cost are proven with that cost's key, kept or re-hashed",
+          "[render][digest]") {
+  const DesiredState desired = test::DeriveExample();
+  BcryptHasher first(kReconcilerPassword, kCheapCost);
+  const RenderedUsersFile written = Reuse(desired, "", first);
+
+  BcryptHasher keeps(kReconcilerPassword, kCheapCost + 1);
+  CHECK(ProvenBy(keeps, desired, written.bytes, OtherCostHashes::kKeep).size() ==
+        PlainCount(desired));
+  Result<RenderedUsersFile> kept = RenderUsersFileReusing(desired, written.bytes, keeps);
+  REQUIRE(kept.ok());
+  CHECK(kept->bytes == written.bytes);
+  CHECK(keeps.bcrypt_calls() == 0);
+
+  BcryptHasher rehashes(kReconcilerPassword, kCheapCost + 1);
+  CHECK(ProvenBy(rehashes, desired, written.bytes, OtherCostHashes::kRehash).empty());
+  Result<RenderedUsersFile> rehashed = RenderUsersFileReusing(
+      desired, written.bytes, rehashes, UsersScope::kServer, {}, OtherCostHashes::kRehash);
+  REQUIRE(rehashed.ok());
+  CHECK(rehashes.bcrypt_calls() == PlainCount(desired));
+  CHECK(rehashed->bytes != written.bytes);
+  // Rendered at the new cost, the file proves itself at either cost, and the first (cost 4)
+  // keeps it as well: both render the same bytes without bcrypt.
+  BcryptHasher again(kReconcilerPassword, kCheapCost + 1);
+  CHECK(RenderUsersFileReusing(desired, rehashed->bytes, again)->bytes == rehashed->bytes);
+  BcryptHasher back(kReconcilerPassword, kCheapCost);
+  CHECK(RenderUsersFileReusing(desired, rehashed->bytes, back)->bytes == rehashed->bytes);
+  CHECK(again.bcrypt_calls() + back.bcrypt_calls() == 0);
+  // Another reconciler secret proves nothing, at any cost.
+  BcryptHasher other_secret("another-reconciler-password", kCheapCost + 1);
+  CHECK(ProvenBy(other_secret, desired, written.bytes, OtherCostHashes::kKeep).empty());
+  CHECK(HashCost("$2b$04$abc") == 4);
+  CHECK_FALSE(HashCost("$2a$04$abc").has_value());
+  CHECK_FALSE(HashCost("$2b$4$abc").has_value());
+}
+
 TEST_CASE("digests: the file holds no plain password and no unkeyed digest of one",
           "[render][digest]") {
   const Records generated = mesh::testing::GenerateMesh(

@@ -164,6 +164,23 @@ TEST_CASE("run refuses a non-loopback listener without a token file", "[daemon]"
   CHECK(RunCli({"run", "--listen", "127.0.0.1:0"}).exit_code == 64);  // --records missing
 }
 
+// Before, `run` took stray arguments, took "--bus" for the records file in `--records --bus
+// URL`, and without --bus retried "no bus address configured" for ever.
+TEST_CASE("run refuses stray arguments, a flag for a value and a missing --bus at start",
+          "[daemon]") {
+  const std::string records = "/nonexistent/records.json";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--records", records, "--bus", "nats://127.0.0.1:1", "stray"},
+           {"run", "--records", "--bus", "nats://127.0.0.1:1", "--listen", "127.0.0.1:0"},
+           {"run", "--records", records, "--listen", "127.0.0.1:0"}}) {
+    CliResult result = RunCli(args, std::chrono::seconds(20));  // at start, not after retries
+    INFO(result.output);
+    CHECK(result.exit_code == 64);
+  }
+  CHECK(RunCli({"run", "--records", records, "--listen", "127.0.0.1:0"}, std::chrono::seconds(20))
+            .output.find("--bus URL is required") != std::string::npos);
+}
+
 TEST_CASE("A deleted stream is recreated at once, without waiting for the interval",
           "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson());
@@ -289,10 +306,18 @@ TEST_CASE("A stale mesh durable created by hand is reported at once, an ephemera
 // old folders are gone from --store-dir, or without it settles after the last deletion advisory.
 TEST_CASE("Streams deleted in a burst are recreated without losing what is acknowledged after",
           "[daemon][integration][server]") {
-  const bool store_mounted = GENERATE(true, false);
-  INFO((store_mounted ? "with" : "without") << " --store-dir");
+  // Issue 37 item 5: the folder the server prints at start ("Store Directory": the store_dir's
+  // jetstream/) is taken as its parent (before, every recreation settled instead).
+  enum class Mount { kStoreDir, kPrintedFolder, kNone };
+  const Mount mount = GENERATE(Mount::kStoreDir, Mount::kPrintedFolder, Mount::kNone);
+  const bool store_mounted = mount != Mount::kNone;
+  INFO((store_mounted ? "with" : "without")
+       << " --store-dir" << (mount == Mount::kPrintedFolder ? " (printed)" : ""));
   DaemonFixture f(ExampleRecordsJson(), {}, Launch::kLater);
-  if (store_mounted) f.extra_ = {"--store-dir", f.mesh_.server->store_dir()};
+  if (mount == Mount::kStoreDir) f.extra_ = {"--store-dir", f.mesh_.server->store_dir()};
+  if (mount == Mount::kPrintedFolder) {
+    f.extra_ = {"--store-dir", f.mesh_.server->store_dir() + "/jetstream"};
+  }
   f.StartDaemon();
   f.WaitConverged();
   // A client's durables on DECL (a workqueue: one filter each), as many as the Large mesh's
@@ -367,6 +392,10 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
                               : "how=\"a settle after the last deletion advisory";
   CHECK(log.find(how) != std::string::npos);
   CHECK(log.find("settling instead") == std::string::npos);
+  if (mount == Mount::kPrintedFolder && !healthz_shows) {  // 2.10 on: the folder is not used
+    CHECK(log.find("--store-dir is the folder nats-server prints as its Store Directory; using "
+                   "its parent") != std::string::npos);
+  }
 }
 
 TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",
@@ -488,10 +517,11 @@ TEST_CASE("A store restored from an older backup is repaired once the server is 
 
 TEST_CASE("Repairs do not wait for hashing: streams first, the users file when hashes are ready",
           "[daemon][integration][server]") {
-  // The users file was rendered at cost 4; the daemon runs at cost 5: no hash is reusable, so
-  // every password is hashed again on the background threads, the reconciler's own entry first.
-  // The server's store is empty (a fresh server): every stream and consumer is missing.
-  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"});
+  // The users file was rendered at cost 4; the daemon runs at cost 5 with --rehash: no hash is
+  // reused, so every password is hashed again on the background threads, the reconciler's own
+  // entry first. The server's store is empty (a fresh server): every stream and consumer is
+  // missing.
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5", "--rehash"});
   f.WaitConverged();
   // A pass that runs while the hashing is under way leaves the users file alone and reports
   // converged; the file is rewritten by the pass the finished hashing wakes.
@@ -542,6 +572,25 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
   f.Stop();
 }
 
+// Issue 37 item 8: a daemon started at another --bcrypt-cost than the users file's hashed every
+// password again and rewrote the file. A hash its digest proves is now kept (without --rehash):
+// the file stays as it is, and nothing is hashed.
+TEST_CASE("A daemon at another --bcrypt-cost keeps the proven hashes: no hashing, no rewrite",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "5"}, Launch::kLater);
+  const std::string before = mesh::testing::ReadFile(f.mesh_.server->users_file());
+  REQUIRE(before.find("$2b$04$") != std::string::npos);
+  f.StartDaemon();
+  f.WaitConverged();
+  const std::string log = f.daemon_->log();
+  INFO(log);
+  CHECK(log.find("hashes of another cost than --bcrypt-cost kept") != std::string::npos);
+  CHECK(log.find("hashing passwords in the background") == std::string::npos);
+  CHECK(log.find("write_users_file") == std::string::npos);
+  CHECK(mesh::testing::ReadFile(f.mesh_.server->users_file()) == before);
+  f.Stop();
+}
+
 // bcrypt cannot be interrupted, and SIGTERM waited for every hash under way: at cost 15 on a
 // saturated CPU (the hashing runs at nice 19) that took over a minute, past the kubelet's grace
 // period. At cost 17 one hash takes seconds (5.4 s on the 2-core VM of 2026-12-04). The four
@@ -549,7 +598,7 @@ TEST_CASE("Repairs do not wait for hashing: streams first, the users file when h
 // hashes have just begun: before, the daemon exited seconds later, when they were done; now it
 // waits at most 1 s for them.
 TEST_CASE("SIGTERM does not wait for the hashes under way", "[daemon][integration][server]") {
-  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "17"});
+  DaemonFixture f(ExampleRecordsJson(), {"--bcrypt-cost", "17", "--rehash"});
   REQUIRE(WaitFor(
       [&] {
         return f.daemon_->log().find("msg=\"hashing passwords\" done=2 total=4") !=

@@ -61,6 +61,31 @@ TEST_CASE("GET /drift is the last report, 503 before the first pass", "[http]") 
   CHECK(drift.body == "{\"hold\":{\"held\":false},\"pass_id\":3}");
 }
 
+// Probes and monitors send HEAD: the GET's status, type and length, without the body.
+TEST_CASE("HEAD is answered on every GET endpoint as a GET without its body", "[http]") {
+  FakeState state;
+  state.report_ = std::make_shared<const std::string>("{\"pass_id\":3}");
+  for (const char* target : {"/healthz", "/readyz", "/metrics", "/drift"}) {
+    INFO(target);
+    const HttpReply get = HandleRequest(state, Get(target));
+    const HttpReply head = HandleRequest(state, {"HEAD", target, "", "", kPeer});
+    CHECK(head.status == 200);
+    CHECK(head.status == get.status);
+    CHECK(head.content_type == get.content_type);
+    CHECK(head.body.empty());
+    CHECK(head.head_length == get.body.size());
+    CHECK_FALSE(get.head_length.has_value());
+  }
+  state.health_ = {false, "no loop heartbeat for 300 s"};
+  const HttpReply unhealthy = HandleRequest(state, {"HEAD", "/healthz", "", "", kPeer});
+  CHECK(unhealthy.status == 503);
+  CHECK(unhealthy.body.empty());
+  const HttpReply missing = HandleRequest(state, {"HEAD", "/nope", "", "", kPeer});
+  CHECK(missing.status == 404);
+  CHECK(missing.body.empty());
+  CHECK(state.forced_ == 0);
+}
+
 TEST_CASE("Unknown paths are 404, wrong methods 405 with Allow, bad targets 400", "[http]") {
   FakeState state;
   struct Case {
@@ -74,12 +99,13 @@ TEST_CASE("Unknown paths are 404, wrong methods 405 with Allow, bad targets 400"
       {Get("/METRICS"), 404, ""},
       {Get("/nope"), 404, ""},
       {Get("/../etc/passwd"), 404, ""},
-      {Post("/metrics"), 405, "GET"},
+      {Post("/metrics"), 405, "GET, HEAD"},
       {Get("/reconcile"), 405, "POST"},
       {Get("/hold?for=1m"), 405, "POST"},
       {{"PUT", "/release", "", "", kPeer}, 405, "POST"},
-      {{"DELETE", "/drift", "", "", kPeer}, 405, "GET"},
-      {{"HEAD", "/healthz", "", "", kPeer}, 405, "GET"},
+      {{"DELETE", "/drift", "", "", kPeer}, 405, "GET, HEAD"},
+      {{"HEAD", "/reconcile", "", "", kPeer}, 405, "POST"},
+      {{"HEAD", "/hold?for=1m", "", "", kPeer}, 405, "POST"},
       {Get(""), 400, ""},
       {Get("metrics"), 400, ""},
       {Get("http://example.com/metrics"), 400, ""},

@@ -146,6 +146,24 @@ TEST_CASE("The server answers GETs and keeps the connection alive", "[http]") {
   CHECK(client.closed());
 }
 
+TEST_CASE("HEAD /healthz over the wire: the GET's headers, no body, the connection kept",
+          "[http]") {
+  BlockingState state;
+  auto server = StartServer(state);
+  RawClient client(server->port());
+  // A body after HEAD's headers would be read as the start of the second answer.
+  client.Send(
+      "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string both = client.ReadUntilClosed();
+  INFO(both);
+  CHECK(StatusOf(both) == 200);
+  CHECK(both.find("Content-Length: 32\r\n") != std::string::npos);  // the GET's body's
+  const size_t second = both.find("\r\n\r\n") + 4;
+  CHECK(both.compare(second, 15, "HTTP/1.1 200 OK") == 0);
+  CHECK(both.find("mesh_reconciler_bus_connected") == std::string::npos);
+}
+
 TEST_CASE("An oversized body gets 413 and oversized headers 431", "[http]") {
   BlockingState state;
   auto server = StartServer(state);

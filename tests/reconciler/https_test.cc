@@ -474,14 +474,16 @@ TEST_CASE("hold and release reach an HTTPS daemon that --ca-file trusts", "[http
 
 TEST_CASE("run refuses half a TLS configuration and unusable TLS files", "[http][tls]") {
   Pki pki;
-  CliResult half = RunCli({"run", "--records", pki.dir + "/records.json", "--tls-cert",
-                           pki.cert_file, "--listen", "127.0.0.1:0"});
+  // A bus that is not there: the TLS files are checked at start, before any connection.
+  CliResult half =
+      RunCli({"run", "--records", pki.dir + "/records.json", "--bus", "nats://127.0.0.1:1",
+              "--tls-cert", pki.cert_file, "--listen", "127.0.0.1:0"});
   CHECK(half.exit_code == 64);
   CHECK(half.output.find("--tls-cert and --tls-key go together") != std::string::npos);
 
-  CliResult mismatched =
-      RunCli({"run", "--records", pki.dir + "/records.json", "--tls-cert", pki.cert_file,
-              "--tls-key", pki.second.key_file, "--listen", "127.0.0.1:0"});
+  CliResult mismatched = RunCli({"run", "--records", pki.dir + "/records.json", "--bus",
+                                 "nats://127.0.0.1:1", "--tls-cert", pki.cert_file, "--tls-key",
+                                 pki.second.key_file, "--listen", "127.0.0.1:0"});
   INFO(mismatched.output);
   CHECK(mismatched.exit_code == 1);
   CHECK(mismatched.output.find("does not match the certificate") != std::string::npos);

@@ -296,6 +296,44 @@ TEST_CASE("A burst of a thousand forced requests runs at most two passes and ans
   CHECK(loop.waiting_requests() == 0);
 }
 
+// The TSan stage of a fresh-clone run (2026-12-05): the daemon read 1,000 POSTs sent within
+// 0.04 s over 2.8 s, and with passes only a floor apart a third pass served the late ones.
+TEST_CASE("A burst that arrives for longer than the floor still runs at most two passes",
+          "[loop]") {
+  ScriptedRunner runner;
+  LoopOptions options = QuietOptions();
+  options.forced_floor = std::chrono::milliseconds(200);
+  // Longer than any stall of the sending thread on a loaded machine: the burst must pause for
+  // this long before its second pass runs.
+  options.forced_quiet = std::chrono::seconds(1);
+  options.forced_max_wait = std::chrono::seconds(30);
+  // Declared before the loop, which outlives it: a loop stopped by a failed REQUIRE still
+  // answers its waiters (kUnavailable) into this counter.
+  std::atomic<int> answered{0};
+  Loop loop(options, nullptr);
+  loop.Start(runner);
+  REQUIRE(WaitFor([&] { return loop.passes_finished() == 1; }));
+  auto request = [&] {
+    loop.RequestPassAsync([&](Result<std::shared_ptr<const PassReport>> r) {
+      if (r.ok()) ++answered;
+    });
+  };
+  // 100 requests 10 ms apart: the burst lasts five floors.
+  const auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    request();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a pace, not a synchronisation
+  }
+  const auto sent = std::chrono::steady_clock::now();
+  REQUIRE(WaitFor([&] { return answered == 100; }, std::chrono::seconds(30)));
+  const auto calls = runner.calls();
+  INFO("burst of " << std::chrono::duration<double>(sent - begin).count() << " s");
+  CHECK(calls.size() == 3);  // the start, then two forced passes
+  for (size_t i = 1; i < calls.size(); ++i) CHECK(calls[i].trigger == Trigger::kForced);
+  // The second forced pass waited for the burst to pause.
+  if (calls.size() == 3) CHECK(calls[2].started >= sent);
+}
+
 TEST_CASE("A forced request after a quiet floor runs at once, other triggers ignore the floor",
           "[loop]") {
   ScriptedRunner runner;

@@ -125,6 +125,41 @@ TEST_CASE("A fresh registry has every fixed series", "[metrics]") {
   CHECK_FALSE(Has(text, "mesh_reconciler_bus_certificate_expiry_timestamp_seconds"));
 }
 
+// Counters exist from the start, each known label set at 0: a rate() over a counter without
+// series reads "no data" on a dashboard until the first pass or repair, which is not "none".
+TEST_CASE("A fresh registry has every counter's known series at 0", "[metrics]") {
+  Metrics metrics("1.2.3", "0123456789ab");
+  const std::string text = metrics.Serialize();
+  for (const char* family : {"mesh_reconciler_passes_total", "mesh_reconcile_passes_total"}) {
+    for (const char* trigger :
+         {"start", "periodic", "advisory", "reconnect", "records_changed", "users_file_changed",
+          "forced", "retry", "lease_acquired", "repair"}) {
+      for (const char* result : {"success", "failure", "waiting"}) {
+        const std::string line =
+            std::string(family) + "{result=\"" + result + "\",trigger=\"" + trigger + "\"} 0";
+        INFO(line);
+        CHECK(Has(text, line));
+      }
+    }
+  }
+  const std::vector<std::pair<const char*, const char*>> actions = {
+      {"users_file", "write"}, {"users_file", "reload"}, {"stream", "create"},
+      {"stream", "update"},    {"stream", "delete"},     {"consumer", "create"},
+      {"consumer", "update"},  {"consumer", "delete"}};
+  for (const auto& [kind, action] : actions) {
+    for (const char* result : {"success", "skipped", "failure"}) {
+      const std::string line = std::string("mesh_reconciler_repairs_total{action=\"") + action +
+                               "\",kind=\"" + kind + "\",result=\"" + result + "\"} 0";
+      INFO(line);
+      CHECK(Has(text, line));
+    }
+  }
+  // The CLI's trigger is never a daemon's.
+  CHECK_FALSE(Has(text, "trigger=\"once\""));
+  CheckHasAll(text, {"mesh_reconciler_contests_total{kind=\"stream\"} 0",
+                     "mesh_reconciler_contests_total{kind=\"consumer\"} 0"});
+}
+
 TEST_CASE("With a lease, an instance is no holder until a round says so", "[metrics]") {
   // Counted as a holder from the start, every pod starting beside the real holder made the sum
   // 2 (MeshLeaseHoldersNotOne) until its first pass ended.

@@ -87,6 +87,19 @@ class Pods {
     }
   }
 
+  // One more daemon on member `member`, as a pod started later: JetStream only (the member's
+  // users file stays its first daemon's).
+  size_t StartLate(ClusterMesh& mesh, size_t member_index) {
+    const mesh::testing::NatsServer& member = mesh.cluster().member(member_index);
+    daemons_.push_back(DaemonProcess::Start(
+        {"--records", mesh.records_path(), "--bus", member.url(), "--user", kReconcilerUser,
+         "--monitor", member.monitor_url(), "--token-file", token_path_, "--interval", "1s",
+         "--lease"},
+        {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword}));
+    return daemons_.size() - 1;
+  }
+  const std::string& token_path() const { return token_path_; }
+
   size_t size() const { return daemons_.size(); }
   bool alive(size_t i) const { return daemons_[i] != nullptr; }
   DaemonProcess& daemon(size_t i) { return *daemons_[i]; }
@@ -219,6 +232,73 @@ TEST_CASE("Three leased daemons on a 3-node cluster: one acts, each repair happe
   const std::vector<size_t> now_holding = pods.Holders();
   REQUIRE(now_holding.size() == 1);
   CHECK(now_holding.front() != holder);
+}
+
+// ---------- issue 37 item 1: one hold for the whole bus ----------
+
+// The CLI as on-call types it, against daemon `i`.
+CliResult OnCall(Pods& pods, size_t i, std::vector<std::string> args) {
+  args.insert(args.end(), {"--remote", pods.daemon(i).url(), "--token-file", pods.token_path()});
+  return RunCli(args, seconds(60));
+}
+
+// A forced pass on daemon `i` that acted on nothing and still sees `stream` missing.
+void ExpectHeldPass(Pods& pods, size_t i, const std::string& stream) {
+  Result<PassReport> report = pods.Reconcile(i);
+  INFO("daemon " << i << ": " << report.status().ToString());
+  REQUIRE(report.ok());
+  INFO(FormatReportTable(*report));
+  CHECK(report->outcomes.empty());
+  CHECK_FALSE(report->converged());
+  CHECK(FormatReportTable(*report).find(stream) != std::string::npos);
+}
+
+TEST_CASE("A hold for the whole bus holds every replica, one started later too, until released",
+          "[cluster][integration][server][hold]") {
+  ClusterMesh mesh(ClusterRecordsJson());
+  Pods pods(mesh);
+  pods.WaitConvergedWithOneHolder();
+  CreationCounter advisories(mesh, 0);
+  std::unique_ptr<observers::BusConnection> admin = mesh.Connect(0);
+
+  // Held through daemon 0: the command returns once the record is written for the bus.
+  const CliResult held = OnCall(pods, 0, {"hold", "--for", "10m", "--reason", "restoring DECL"});
+  INFO(held.output << "\n" << pods.Logs());
+  REQUIRE(held.exit_code == 0);
+  CHECK(held.output.find("held the bus until") != std::string::npos);
+
+  // A deletion: every replica's next pass sees it and repairs nothing, the holder included.
+  const std::string stream = mesh.desired().streams.back().name.str();
+  const double creates_before = pods.Sum(kStreamCreates);
+  DeleteStream(*admin, stream);
+  for (size_t i = 0; i < pods.size(); ++i) ExpectHeldPass(pods, i, stream);
+  CHECK(pods.Sum("mesh_reconciler_bus_held") == 3);
+  CHECK(pods.Sum("mesh_reconciler_held") == 3);
+
+  // A pod started meanwhile starts held.
+  const size_t late = pods.StartLate(mesh, 1);
+  ExpectHeldPass(pods, late, stream);
+  CHECK(pods.daemon(late).Metric("mesh_reconciler_bus_held") == 1);
+  const auto drift = pods.daemon(late).Get("/drift");
+  REQUIRE(drift.ok());
+  CHECK(drift->body.find("\"scope\":\"bus\"") != std::string::npos);
+  CHECK(drift->body.find("restoring DECL") != std::string::npos);
+  // status, read-only, says so in its first line.
+  const CliResult status = RunCli({"status", "--remote", pods.daemon(late).url()}, seconds(60));
+  CHECK(status.exit_code == 2);  // the deletion is drift
+  CHECK(status.output.find("held:       yes, bus hold") != std::string::npos);
+  CHECK_FALSE(StreamExists(*admin, stream));
+
+  // Released through another replica: the stream is recreated, exactly once.
+  const CliResult released = OnCall(pods, 2, {"release", "--reason", "restore done"});
+  INFO(released.output);
+  REQUIRE(released.exit_code == 0);
+  REQUIRE(WaitFor([&] { return StreamExists(*admin, stream); }, kRepairDeadline));
+  pods.WaitConvergedWithOneHolder();  // every daemon has passed after the repair
+  CHECK(advisories.Created(stream) == 1);
+  CHECK(pods.Sum(kStreamCreates) == creates_before + 1);
+  CHECK(pods.Sum("mesh_reconciler_bus_held") == 0);
+  CHECK(pods.Sum("mesh_reconciler_held") == 0);
 }
 
 }  // namespace

@@ -417,7 +417,8 @@ TEST_CASE("background hashing runs at the lowest CPU priority, the pass at its o
           "[pass][integration][server]") {
   LiveMesh mesh{test::ExampleRecordsJson()};
   Settings settings = mesh.PassSettings();
-  settings.bcrypt_cost = test::kCheapCost + 1;  // no hash in the users file is reusable
+  settings.bcrypt_cost = test::kCheapCost + 1;  // with --rehash no hash in the file is reused
+  settings.other_costs = model::OtherCostHashes::kRehash;
   std::mutex mutex;
   std::vector<int> hashing_nice;  // each progress call from a hashing thread
   bool ready = false;
@@ -465,7 +466,8 @@ TEST_CASE("background hashing waits while a pass applies, and goes on after it",
   LiveMesh mesh{
       mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Medium()))};
   Settings settings = mesh.PassSettings();
-  settings.bcrypt_cost = 12;  // no hash in the users file is reusable, and each takes a while
+  settings.bcrypt_cost = 12;  // with --rehash no hash in the file is reused; each takes a while
+  settings.other_costs = model::OtherCostHashes::kRehash;
   const std::thread::id pass_thread = std::this_thread::get_id();
   std::atomic<bool> in_pass{false};
   std::atomic<int> during_pass{0};  // progress calls of the job while the pass ran

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 
 #include "observers/jetstream.h"
 #include "reconciler/apply/encode.h"
@@ -176,7 +177,14 @@ TEST_CASE("render-users, plan and reconcile --once on an existing users file run
                             "rotated-node-a-password"));
     Run plan = RunBinary("plan --json " + flags);
     CHECK(plan.exit_code == 2);
-    CHECK(HashedBy(plan) == 1);
+    // plan runs no bcrypt (issue 37 item 8): the entry is not proven, so it differs, and the
+    // note says reconcile will hash it.
+    CHECK(HashedBy(plan) == 0);
+    auto planned = ReportFromJson(plan.out);
+    REQUIRE(planned.ok());
+    REQUIRE(planned->plan.drift.size() == 1);
+    CHECK(planned->plan.drift[0].note.find("1 password(s) not proven by the file") !=
+          std::string::npos);
     Run reconcile = RunBinary("reconcile --once --json " + flags);
     CHECK(reconcile.exit_code == 0);
     CHECK(HashedBy(reconcile) == 1);
@@ -256,7 +264,83 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
     CHECK(RunBinary("plan --bus " + mesh.server->url()).exit_code == 64);
     CHECK(RunBinary("plan --records " + mesh.records_path).exit_code == 64);
     CHECK(RunBinary("reconcile " + flags).exit_code == 64);
+  }  // Issue 37 item 5: a --store-dir without the server's JetStream layout was accepted, and the
+  // first recreation settled instead. Now run and reconcile --once refuse it at start.
+  SECTION("a --store-dir that is not the server's store") {
+    const std::string wrong = mesh::testing::MakeTempDir("mesh-not-a-store");
+    mesh::testing::WriteFile(wrong + "/notes.txt", "x");
+    for (const std::string& command : {"reconcile --once " + flags, "run " + flags}) {
+      Run run = RunBinary(command + " --store-dir " + wrong, true);
+      INFO(command << "\n" << run.out);
+      CHECK(run.exit_code == 64);
+      CHECK(run.out.find("--store-dir " + wrong +
+                         ": expected nats-server's store_dir, the folder that holds "
+                         "jetstream/<account>/streams; found no jetstream/ folder but notes.txt") !=
+            std::string::npos);
+    }
+    std::filesystem::remove_all(wrong);
   }
+}
+
+// Issue 37 item 8: a plan with another --bcrypt-cost than the daemon's re-hashed every password
+// (70 s on the Large mesh) and listed every principal as differing. A hash of another cost that
+// its digest proves is now kept: not drift, not rewritten, unless the operator gives --rehash,
+// and plan hashes no password either way.
+TEST_CASE("another --bcrypt-cost: proven hashes are kept; --rehash lists and re-hashes them",
+          "[pass][cli][integration][server]") {
+  LiveMesh mesh(test::ExampleRecordsJson());
+  const std::string flags = PassFlags(mesh);  // --bcrypt-cost 4
+  REQUIRE(RunBinary("reconcile --once " + flags).exit_code == 0);
+  const std::string path = mesh.server->users_file();
+  const std::string at_4 = mesh::testing::ReadFile(path);
+  REQUIRE(at_4.find("$2b$04$") != std::string::npos);
+  const std::string cost_5 = " --bcrypt-cost 5";
+
+  Run plan = RunBinary("plan --json " + flags + cost_5);
+  INFO(plan.out);
+  CHECK(plan.exit_code == 0);
+  CHECK(HashedBy(plan) == 0);
+  Run logged = RunBinary("plan " + flags + cost_5 + " --log-level info", true);
+  CHECK(logged.exit_code == 0);
+  CHECK(logged.out.find("hashes of another cost than --bcrypt-cost kept") != std::string::npos);
+  CHECK(logged.out.find("users_file") == std::string::npos);  // no drift entry
+
+  // reconcile (as the daemon's passes) at another cost leaves the file as it is.
+  Run kept = RunBinary("reconcile --once --json " + flags + cost_5);
+  CHECK(kept.exit_code == 0);
+  CHECK(HashedBy(kept) == 0);
+  CHECK(mesh::testing::ReadFile(path) == at_4);
+
+  // --rehash: plan lists every plain password's entry, hashing none of them.
+  Run rehash_plan = RunBinary("plan --json --rehash " + flags + cost_5);
+  CHECK(rehash_plan.exit_code == 2);
+  CHECK(HashedBy(rehash_plan) == 0);
+  auto report = ReportFromJson(rehash_plan.out);
+  REQUIRE(report.ok());
+  REQUIRE(report->plan.drift.size() == 1);
+  const DriftEntry& entry = report->plan.drift[0];
+  CHECK(entry.kind == ObjectKind::kUsersFile);
+  CHECK(entry.note.find("of them hashes of another cost to re-hash at cost 5 (--rehash)") !=
+        std::string::npos);
+  size_t plain = 0;
+  for (const std::string user : {"billing", "mesh-controller", "mesh-reconciler", "node-a"}) {
+    INFO(user);
+    CHECK(std::any_of(entry.fields.begin(), entry.fields.end(),
+                      [&](const FieldDiff& f) { return f.field == "principal " + user; }));
+  }
+  for (const FieldDiff& f : entry.fields) plain += f.found == "differs" ? 1 : 0;
+  CHECK(entry.note.find(std::to_string(plain) + " password(s) not proven") != std::string::npos);
+
+  // reconcile --rehash rewrites them at the new cost, once; then both costs agree with it.
+  Run rehashed = RunBinary("reconcile --once --json --rehash " + flags + cost_5);
+  CHECK(rehashed.exit_code == 0);
+  CHECK(HashedBy(rehashed) == static_cast<int64_t>(plain));
+  const std::string at_5 = mesh::testing::ReadFile(path);
+  CHECK(at_5.find("$2b$05$") != std::string::npos);
+  CHECK(RunBinary("plan " + flags + cost_5).exit_code == 0);
+  CHECK(RunBinary("plan " + flags).exit_code == 0);
+  CHECK(RunBinary("reconcile --once --rehash " + flags + cost_5).exit_code == 0);
+  CHECK(mesh::testing::ReadFile(path) == at_5);
 }
 
 // The runbook's bus commands (reconciler/cli/cmd_bus.cc), in place of the `nats` CLI the image
@@ -365,7 +449,13 @@ TEST_CASE("plan --help and reconcile --help list every pass flag", "[pass][cli]"
     Run help = RunBinary(std::string(command) + " --help");
     INFO(command);
     CHECK(help.exit_code == 0);
-    CHECK(help.out.find(kPassSettingsHelpText) != std::string::npos);
+    for (const char* flag : {"--records FILE", "--bus URL", "--user NAME", "--password-file FILE",
+                             "--ca-file FILE", "--users-file FILE", "--users-scope SCOPE",
+                             "--pid-file FILE", "--monitor URL", "--store-dir DIR", "--prune",
+                             "--lease", "--bcrypt-cost N", "--json", "-o, --output FORMAT"}) {
+      INFO(flag);
+      CHECK(help.out.find(std::string("\n  ") + flag) != std::string::npos);
+    }
     CHECK(help.out.find("--log-level") != std::string::npos);
     CHECK(help.out.find("Exit codes") != std::string::npos);
   }

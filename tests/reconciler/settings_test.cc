@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mesh::reconciler {
 namespace {
@@ -168,6 +169,72 @@ TEST_CASE("the listener's connection cap is a whole number from 128 to 16384", "
     auto refused = ParseSettings({"--http-connections", bad}, FakeEnv({}));
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().message().find("--http-connections") != std::string::npos);
+  }
+}
+
+// Each command accepts its own flags (main.cc's table): another command's flag is refused, and
+// its variable in the environment (the sidecar's MESH_RECONCILER_LISTEN) is not read.
+TEST_CASE("a command's flags only, from the command line and the environment", "[settings]") {
+  const std::vector<std::string> accepted = {"records", "json", "output", "help"};
+  auto ok = ParseSettings({"--records", "r.json", "--json"}, FakeEnv({}), accepted);
+  REQUIRE(ok.ok());
+  CHECK(ok->records_path == "r.json");
+  auto other = ParseSettings({"--listen", "127.0.0.1:1"}, FakeEnv({}), accepted);
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message() == "--listen is not a flag of this command");
+  auto env = ParseSettings({},
+                           FakeEnv({{"MESH_RECONCILER_LISTEN", "nonsense"},
+                                    {"MESH_RECONCILER_RECORDS", "from-env.json"}}),
+                           accepted);
+  REQUIRE(env.ok());
+  CHECK(env->records_path == "from-env.json");
+  CHECK(env->listen == "127.0.0.1:9464");
+}
+
+// `run --records --bus nats://...` took "--bus" for the records file, and the URL for an
+// operand.
+TEST_CASE("a flag's value that looks like a flag is refused, --flag=VALUE is not", "[settings]") {
+  auto refused = ParseSettings({"--records", "--bus", "nats://127.0.0.1:4222"}, FakeEnv({}));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("--records needs a value (\"--bus\" is a flag") == 0);
+  auto reason = ParseSettings({"--reason=-x"}, FakeEnv({}));
+  REQUIRE(reason.ok());
+  CHECK(reason->reason == "-x");
+  auto dash = ParseSettings({"--reason", "-"}, FakeEnv({}));  // a lone "-" is a value
+  REQUIRE(dash.ok());
+  CHECK(dash->reason == "-");
+  auto operands = ParseSettings({"--", "-odd", "--name"}, FakeEnv({}));
+  REQUIRE(operands.ok());
+  CHECK(operands->positional == std::vector<std::string>{"-odd", "--name"});
+  CHECK_FALSE(ParseSettings({"-x"}, FakeEnv({})).ok());
+}
+
+TEST_CASE("-o json as kubectl and helm take it: -o json, -ojson, -o=json, --output json",
+          "[settings]") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-o", "json"}, {"-ojson"}, {"-o=json"}, {"--output", "json"}, {"--output=json"}}) {
+    INFO(args.front());
+    auto parsed = ParseSettings(args, FakeEnv({}));
+    REQUIRE(parsed.ok());
+    CHECK(parsed->format == OutputFormat::kJson);
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-o", "yaml"}, {"-o", "table"}, {"-o"}, {"--output=wide"}}) {
+    INFO(args.back());
+    CHECK_FALSE(ParseSettings(args, FakeEnv({})).ok());
+  }
+}
+
+TEST_CASE("every flag has a description, and enumerated flags their words", "[settings]") {
+  for (const FlagDescription& flag : DescribeFlags()) {
+    INFO(flag.name);
+    CHECK_FALSE(flag.help.empty());
+    CHECK(flag.metavar.empty() == (flag.arity == FlagArity::kSwitch));
+    CHECK(flag.words.empty() == (flag.values != FlagValues::kWords));
+    // Each word is a value the parser takes.
+    for (const std::string& word : flag.words) {
+      CHECK(ParseSettings({"--" + flag.name, word}, FakeEnv({})).ok());
+    }
   }
 }
 

@@ -35,6 +35,7 @@ pids=()
 # Fake secrets: each must end up in Secrets only.
 readonly kPassword="fake-reconciler-password-5e1b"
 readonly kToken="fake-admin-token-c0d4-7a9e51b3f68d2c40"
+readonly kRoutePassword="fake-route-password-93c1d7"
 readonly kRecords="$root/tests/charts/records.json"
 mapfile -t record_passwords < <(grep -o '"password": *"[^"]*"' "$kRecords" | sed 's/.*: *"\(.*\)"/\1/')
 
@@ -120,7 +121,8 @@ notes_commands() {
 }
 
 with_secrets=(--set-file "records.content=$kRecords"
-              --set "reconcilerPassword.value=$kPassword" --set "adminToken.value=$kToken")
+              --set "reconcilerPassword.value=$kPassword" --set "adminToken.value=$kToken"
+              --set "routePassword.value=$kRoutePassword")
 
 # --- lint and render ---------------------------------------------------------------------
 
@@ -164,7 +166,34 @@ typos_refused() {
   refused "Additional property automount is not allowed" --set serviceAccount.automount=true &&
   refused "Additional property extraContainer is not allowed" --set 'extraContainer[0].name=x' &&
   refused "Additional property extraEnvs is not allowed" --set 'nats.extraEnvs[0].name=x' &&
-  refused "imagePullSecrets.0: name is required" --set 'imagePullSecrets[0].nam=x'
+  refused "imagePullSecrets.0: name is required" --set 'imagePullSecrets[0].nam=x' &&
+  refused "Additional property patches is not allowed" --set 'podTemplate.patches[0].op=add' &&
+  refused "op must be one of the following" --set 'nats.patch[0].op=move' --set 'nats.patch[0].path=/env' &&
+  refused "service.type must be one of the following" --set service.type=ExternalName &&
+  refused "Additional property podAffinty is not allowed" --set affinity.podAffinty.x=y &&
+  refused "Additional property enable is not allowed" --set helmTest.enable=false
+}
+
+# A patch that names what is not there fails the render, saying which value and where.
+patches_checked() {
+  refused 'podTemplate.patch /spec/nothing/x: no "nothing"' \
+    --set 'podTemplate.patch[0].op=add' --set 'podTemplate.patch[0].path=/spec/nothing/x' --set 'podTemplate.patch[0].value=1' &&
+  refused 'nats.patch /ports/9: index 9 out of range' \
+    --set 'nats.patch[0].op=remove' --set 'nats.patch[0].path=/ports/9' &&
+  refused 'reconciler.patch /nope: no "nope" to replace' \
+    --set 'reconciler.patch[0].op=replace' --set 'reconciler.patch[0].path=/nope' --set 'reconciler.patch[0].value=1'
+}
+
+# The helm test Pod: rendered by default (checked with the extension points), with TLS it uses
+# tls:// and the CA; none with helmTest.enabled false.
+helm_test_rendered() {
+  local out="$work/helm-test.yaml"
+  render "$out" --set tls.enabled=true --set tls.existingSecret=mesh-tls || return 1
+  node tests/charts/assert.mjs "$out" helm-test || return 1
+  grep -A1 'MESH_RECONCILER_CA_FILE' "$out" | grep -q '/etc/nats-tls/ca.crt' || { echo "no CA for the helm test with TLS"; return 1; }
+  render "$out" --set helmTest.enabled=false || return 1
+  if grep -q 'helm.sh/hook: test' "$out"; then echo "a helm test Pod with helmTest.enabled false"; return 1; fi
+  echo "helm test Pod with TLS; none when disabled"
 }
 
 contradictions_refused() {
@@ -173,13 +202,37 @@ contradictions_refused() {
   refused "adminToken: set either value or existingSecret, not both" \
     --set adminToken.value=x --set adminToken.existingSecret=y &&
   refused "adminToken.value: shorter than 32 characters" --set adminToken.value=short-token &&
-  refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true
+  refused "tls.existingSecret is required when tls.enabled" --set tls.enabled=true &&
+  refused "routePassword: set either value or existingSecret, not both" --set replicas=3 \
+    --set routePassword.value=x --set routePassword.existingSecret=y &&
+  refused "routePassword.value: Does not match pattern" --set 'routePassword.value=a@b' &&
+  refused "routes.tls.secretName (or tls.existingSecret) is required" --set replicas=3 --set routes.tls.enabled=true
 }
 
 secrets_confined() {
-  local out="$work/secrets.yaml"
+  local out="$work/secrets.yaml" out3="$work/secrets-3.yaml"
   render "$out" "${with_secrets[@]}" || return 1
-  node tests/charts/assert.mjs "$out" confined "$kPassword" "$kToken" "${record_passwords[@]}"
+  node tests/charts/assert.mjs "$out" confined "$kPassword" "$kToken" "${record_passwords[@]}" || return 1
+  # With 3 replicas the route password too (in the route URLs through $(MESH_ROUTE_PASSWORD)).
+  render "$out3" "${with_secrets[@]}" --set replicas=3 || return 1
+  grep -q 'route-password:' "$out3" || { echo "no route-password in the credentials Secret"; return 1; }
+  node tests/charts/assert.mjs "$out3" confined "$kPassword" "$kToken" "$kRoutePassword" "${record_passwords[@]}"
+}
+
+# The route password is generated into the chart's Secret when none is given, and only with
+# more than one replica and routes.authorization.
+route_password_generated() {
+  local out="$work/route-generated.yaml"
+  render "$out" --set replicas=3 || return 1
+  grep -q '^  route-password: [A-Za-z0-9+/=]\{40,\}$' "$out" || { echo "no generated route-password"; return 1; }
+  render "$out" || return 1
+  if grep -q 'route-password\|MESH_ROUTE' "$out"; then echo "one replica, yet a route credential"; return 1; fi
+  render "$out" --set replicas=3 --set routes.authorization=false || return 1
+  if grep -q 'route-password\|MESH_ROUTE' "$out"; then echo "routes.authorization false, yet a route credential"; return 1; fi
+  render "$out" --set replicas=3 --set routePassword.existingSecret=cp-routes --set routePassword.key=pw || return 1
+  if grep -q 'route-password:' "$out"; then echo "routePassword.existingSecret, yet the chart's Secret holds one"; return 1; fi
+  grep -A1 'name: cp-routes' "$out" | grep -q 'key: pw' || { echo "the existing route Secret is not referenced"; return 1; }
+  echo "generated with 3 replicas; none with one, with routes.authorization false, or with an existing Secret"
 }
 
 existing_secrets_used() {
@@ -238,6 +291,12 @@ make_tls_secret() {  # OUT: a kubernetes.io/tls Secret "mesh-tls" for 127.0.0.1,
   } >"$1"
 }
 
+route_tls_config_valid() {
+  make_tls_secret "$work/tls-secret.yaml" || return 1
+  nats_config_valid route-tls "$work/tls-secret.yaml" -- --set replicas=3 --set routes.tls.enabled=true \
+    --set routes.tls.secretName=mesh-tls
+}
+
 tls_config_valid() {
   make_tls_secret "$work/tls-secret.yaml" || return 1
   nats_config_valid tls "$work/tls-secret.yaml" -- --set tls.enabled=true --set tls.existingSecret=mesh-tls
@@ -291,7 +350,19 @@ official_overlay() {
   "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
 }
 
+# The overlay states the image and the lease once (anchors), and its generated monitoring part
+# is current with the chart's rules and dashboard.
+official_overlay_once() {
+  local file=examples/official-nats-chart-values.yaml count
+  for pattern in 'mesh-reconciler:[0-9]' 'MESH_RECONCILER_LEASE'; do
+    count="$(grep -v '^ *#' "$file" | grep -c -- "$pattern")"
+    [[ "$count" == 1 ]] || { echo "$file states '$pattern' $count times, expected once"; return 1; }
+  done
+  node tests/charts/overlay-monitoring.mjs --check
+}
+
 run_test "official NATS chart overlay: valid, documented keys, stand-in render, nats-server -t" official_overlay
+run_test "official NATS chart overlay: image and lease stated once; rules and dashboard current" official_overlay_once
 
 # The same overlay through the official chart itself (the vendored release 1.3.16, rendered by
 # helm): the pod and nats.conf it produces are checked as the stand-in's are, and nats-server
@@ -312,15 +383,20 @@ official_chart() {
       '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$users"
   fi
   # The chart's nats.conf names the server from the pod's environment.
-  SERVER_NAME=nats-0 "$nats_server" -t -c "$dir/etc/nats-config/nats.conf"
+  SERVER_NAME=nats-0 "$nats_server" -t -c "$dir/etc/nats-config/nats.conf" || return 1
+  # Its monitoring (extraResources): the PodMonitor sets the job the rules select and bus (the
+  # release "nats"); the rules and the dashboard are the chart's.
+  node tests/charts/assert.mjs "$out" official-monitoring nats
 }
 
-run_test "official NATS chart 1.3.16 itself (vendored) renders the overlay: same wiring, nats-server -t" official_chart
+run_test "official NATS chart 1.3.16 itself (vendored) renders the overlay: same wiring, nats-server -t, its PodMonitor/rules/dashboard" official_chart
 run_test "helm lint --strict: default values" lint
 run_test "helm lint --strict: 3-member cluster" lint --set replicas=3
 run_test "helm lint --strict: monitoring enabled" lint --set monitoring.enabled=true
 run_test "render: default values" render_and_check default "pod;cluster 1;monitoring none"
 run_test "render: 3-member cluster" render_and_check cluster "pod;cluster 3;monitoring none" --set replicas=3
+run_test "render: 3-member cluster, routes.authorization false (open routes)" render_and_check open \
+  "pod;cluster 3 open" --set replicas=3 --set routes.authorization=false
 run_test "render: monitoring with a PodMonitor and the Grafana dashboard" render_and_check podmonitor \
   "pod;monitoring PodMonitor" --set monitoring.enabled=true --set monitoring.dashboard.enabled=true
 run_test "render: monitoring with a ServiceMonitor and a runbook base URL" render_and_check servicemonitor \
@@ -335,17 +411,21 @@ run_test "render: TLS, 5 members, prune, scheduling values, records from the val
   --set priorityClassName=mesh-critical --set nats.storage.storageClassName=fast \
   --set podLabels.team=mesh --set podAnnotations.note=x "${with_secrets[@]}"
 run_test "render: no pod anti-affinity" render_and_check noaffinity "pod" --set podAntiAffinity=none
-run_test "render: pull secrets, ServiceAccount, extra containers, volumes, env, nats.conf merge" \
+run_test "render: pull secrets, ServiceAccount, extra containers, volumes, env, nats.conf merge, the official chart's extension points (ports, Service, scheduling, patches, helm test)" \
   render_and_check extras "pod;extras" -f tests/charts/extras-values.yaml
 run_test "render: JetStream only (usersFile none), 3 members with the lease" render_and_check jsonly \
   "jetstream-only;cluster 3" -f tests/charts/jetstream-only-values.yaml --set replicas=3
 run_test "values: typos are refused by values.schema.json" typos_refused
 run_test "values: contradictions are refused" contradictions_refused
+run_test "values: a JSON patch naming what is not there is refused, naming the value" patches_checked
+run_test "render: the helm test Pod (plan against the client Service), with TLS; none when disabled" helm_test_rendered
 run_test "secrets: fake password, token and records passwords appear in Secrets only" secrets_confined
 run_test "secrets: existing Secrets are used instead of the chart's" existing_secrets_used
+run_test "secrets: the route password is generated with 3 replicas only, unless given" route_password_generated
 run_test "nats-server -t accepts nats.conf: standalone" nats_config_valid standalone --
 run_test "nats-server -t accepts nats.conf: 3-member cluster" nats_config_valid cluster -- --set replicas=3
 run_test "nats-server -t accepts nats.conf: TLS" tls_config_valid
+run_test "nats-server -t accepts nats.conf: 3 members, routes with TLS" route_tls_config_valid
 run_test "nats-server -t accepts nats.conf: extension points (nats.extraConfig)" nats_config_valid extras \
   tests/charts/extras-manifests.yaml -- \
   -f tests/charts/extras-values.yaml
@@ -356,6 +436,8 @@ run_test "NOTES.txt names the on-call commands, as typed in the sidecar (its env
 # --- runtime: the chart's own commands ---------------------------------------------------
 
 rt="$work/runtime"
+nats_request="${MESH_BUILD_DIR:-$(dirname "${MESH_BINARY:-.}")}/mesh-nats-request"
+client_port=""
 metrics_url=""
 monitor_url=""
 
@@ -391,6 +473,7 @@ metric_is() {  # NAME VALUE: a sample of NAME (any labels) has VALUE
 rt_layout() {
   local ports
   read -ra ports <<<"$(free_ports 4)" || return 1
+  client_port="${ports[0]}"
   monitor_url="http://127.0.0.1:${ports[1]}"
   metrics_url="http://127.0.0.1:${ports[3]}"
   render "$rt.yaml" "${with_secrets[@]}" --set "nats.ports.client=${ports[0]}" \
@@ -456,6 +539,34 @@ rt_converges() {
   echo "converged: plan exits 0; users file unchanged since the init container"
 }
 
+# The `helm test` Pod, laid out with the client Service's name mapped to the pod's client port.
+rt_helm_test_layout() {
+  local client="$client_port"
+  node tests/charts/pod.mjs "$rt.yaml" --root "$rt-test" --pod mesh-mesh-reconciler-test-plan \
+    --host "mesh-mesh-reconciler.mesh-test.svc.cluster.local:$client=127.0.0.1:$client" \
+    --bin "mesh-reconciler=$MESH_BINARY" >/dev/null
+}
+
+# helm test: 0 on the converged bus; 2 (naming the stream) while the sidecar is held and a
+# stream is deleted; then released, the sidecar repairs it.
+# shellcheck disable=SC2016  # the subjects are literal, $JS included
+rt_helm_test() {
+  rt_helm_test_layout || return 1
+  "$rt-test/run/plan.sh" >"$rt-test.out" 2>&1 || { echo "helm test exited $? on a converged bus:"; cat "$rt-test.out"; return 1; }
+  "$rt/run/mesh-reconciler.sh" hold >/dev/null 2>&1 || { echo "hold failed"; return 1; }
+  wait_for 10 metric_is mesh_reconciler_held 1 || { echo "not held"; return 1; }
+  [[ -x "$nats_request" ]] || { echo "no $nats_request: build the mesh-nats-request target"; return 1; }
+  MESH_RECONCILER_PASSWORD="$kPassword" "$nats_request" --bus "nats://127.0.0.1:$client_port" \
+    '$JS.API.STREAM.DELETE.EVENTS' | grep -q '"success":true' || { echo "could not delete EVENTS"; return 1; }
+  "$rt-test/run/plan.sh" >"$rt-test.out" 2>&1
+  local status=$?
+  "$rt/run/mesh-reconciler.sh" release >/dev/null 2>&1 || { echo "release failed"; return 1; }
+  [[ $status -eq 2 ]] || { echo "helm test exited $status with EVENTS deleted, expected 2:"; cat "$rt-test.out"; return 1; }
+  grep -q 'EVENTS' "$rt-test.out" || { echo "the drift output does not name EVENTS:"; cat "$rt-test.out"; return 1; }
+  wait_for 60 "$rt-test/run/plan.sh" || { echo "helm test still fails 60 s after the release"; return 1; }
+  echo "helm test: 0 converged; 2 naming EVENTS while it was deleted and the sidecar held; 0 after the repair"
+}
+
 rt_metrics() {
   local name
   for name in "mesh_reconciler_bus_connected 1" "mesh_reconciler_records_valid 1" "mesh_reconciler_held 0"; do
@@ -476,8 +587,10 @@ rt_oncall() {
   # The kubectl exec lines of NOTES.txt, run in the container they name (paths mapped).
   local container sub args seen=""
   while read -r container sub args; do
-    # shellcheck disable=SC2086
-    "$rt/run/$container.sh" "$sub" $args >"$rt/oncall-$sub.out" 2>&1 ||
+    # As a shell reads the line: `--reason "$USER: why"` is one argument (split on blanks, its
+    # second word was a stray argument, which the CLI refuses since issue 37).
+    USER="${USER:-chart_test}" eval "\"\$rt/run/\$container.sh\" \"\$sub\" $args" \
+      >"$rt/oncall-$sub.out" 2>&1 ||
       { echo "NOTES command '$sub $args' exited $?:"; cat "$rt/oncall-$sub.out"; return 1; }
     case "$sub" in
       hold) wait_for 10 metric_is mesh_reconciler_held 1 || { echo "mesh_reconciler_held is not 1 after hold"; return 1; } ;;
@@ -509,6 +622,7 @@ runtime_steps=(
   "rt_nats:runtime: container nats starts with the rendered nats.conf and writes the shared pid file"
   "rt_sidecar:runtime: container mesh-reconciler (run) answers /healthz and /readyz"
   "rt_converges:runtime: the sidecar reconciles its server (plan exits 0)"
+  "rt_helm_test:runtime: the helm test Pod's plan exits 0 on the converged bus, 2 on drift"
   "rt_metrics:runtime: /metrics reports the bus connected and the records valid"
   "rt_oncall:runtime: on-call commands of NOTES.txt (reconcile, hold, release; token required)"
   "rt_sigterm:runtime: the sidecar stops cleanly on SIGTERM"
@@ -562,7 +676,6 @@ run_steps runtime_steps "$rt/nats.log" "$rt/sidecar.log"
 rt3="$work/runtime3"
 rt3_pods=(0 1 2)
 rt3_client=() rt3_monitor=() rt3_cluster=() rt3_metrics=()
-nats_request="${MESH_BUILD_DIR:-$(dirname "${MESH_BINARY:-.}")}/mesh-nats-request"
 kSts="mesh-mesh-reconciler"
 kRouteHost="mesh-mesh-reconciler-headless.mesh-test.svc.cluster.local"
 
@@ -727,6 +840,161 @@ runtime3_steps=(
 )
 
 run_steps runtime3_steps "$rt3/nats-*.log" "$rt3/sidecar-*.log"
+
+# --- runtime: closed routes on real nats-servers --------------------------------------------
+# The nats containers of three pods, as rendered (nats.conf from the ConfigMap, the route
+# credential from the Secret through the container's environment; only ports and paths mapped),
+# form a cluster; a server rendered without the credential, or with another password, routing
+# to them is refused and never becomes a member. No mesh-reconciler runs here (a stub users
+# file), so these need no MESH_BINARY.
+
+rc="$work/routes"
+
+# routes_ids PORT...: per monitor port, "SERVER_ID REMOTE_ID..." (the routes that completed
+# their handshake); fails while a server does not answer.
+routes_ids() {
+  # shellcheck disable=SC2016  # JavaScript, not shell
+  node -e '
+    (async () => {
+      for (const port of process.argv.slice(1)) {
+        const get = async (path) => (await fetch(`http://127.0.0.1:${port}${path}`)).json();
+        const varz = await get("/varz");
+        const routez = await get("/routez");
+        const remotes = [...new Set((routez.routes ?? []).map((r) => r.remote_id).filter(Boolean))];
+        console.log([varz.server_id, ...remotes].join(" "));
+      }
+    })().catch(() => process.exit(1));' "$@"
+}
+
+# routes_layout NAME FULLNAME PORTS_VAR PEERS [helm args...]: renders one release with three
+# members, lays out pod I (0..2) under $rc/NAME-I with the ports in PORTS_VAR (client, monitor,
+# cluster per pod), its route hosts mapped to the cluster ports PEERS ("p0 p1 p2").
+routes_layout() {
+  local name="$1" fullname="$2" peers="$4" i j
+  local -n ports_of="$3"
+  shift 4
+  local peer_ports
+  read -ra peer_ports <<<"$peers"
+  local count=$((${#ports_of[@]} / 3))
+  for ((i = 0; i < count; i++)); do
+    local out="$rc/$name-$i.yaml" dir="$rc/$name-$i"
+    render "$out" "${with_secrets[@]}" --set replicas=3 --set "fullnameOverride=$fullname" \
+      --set "nats.ports.client=${ports_of[3 * i]}" --set "nats.ports.monitor=${ports_of[3 * i + 1]}" \
+      --set "nats.ports.cluster=${ports_of[3 * i + 2]}" "$@" || return 1
+    local hosts=()
+    for j in 0 1 2; do
+      hosts+=(--host "$fullname-$j.$fullname-headless.mesh-test.svc.cluster.local:${ports_of[3 * i + 2]}=127.0.0.1:${peer_ports[j]}")
+    done
+    node tests/charts/pod.mjs "$out" --root "$dir" --ordinal "$i" "${hosts[@]}" --extra "$work/tls-secret.yaml" \
+      --bin mesh-reconciler=/bin/false --bin "nats-server=$nats_server" >/dev/null || return 1
+    # shellcheck disable=SC2016  # a literal bcrypt hash
+    printf 'accounts { MESH { jetstream: enabled, users: [ {user: stub, password: "%s"} ] } }\n' \
+      '$2a$11$PWIFAL8RsWyGI3jVZtO9Nu8.6jOxzxfZo7c/W0eLk017hjgUKWrhy' >"$dir/etc/nats-users/users.conf"
+    "$dir/run/nats.sh" >"$dir.log" 2>&1 &
+    pids+=("$!")
+    echo "$!" >"$dir.pid"
+  done
+}
+
+# Every member's completed routes name the other two members (by server id).
+routes_formed() {  # MONITOR_PORT...
+  local lines ids=() line
+  mapfile -t lines < <(routes_ids "$@") || return 1
+  ((${#lines[@]} == $#)) || return 1
+  for line in "${lines[@]}"; do ids+=("${line%% *}"); done
+  for line in "${lines[@]}"; do
+    local id
+    for id in "${ids[@]}"; do
+      [[ "$id" == "${line%% *}" ]] && continue
+      [[ " $line " == *" $id "* ]] || return 1
+    done
+  done
+}
+
+routes_stop() {  # NAME COUNT
+  local i
+  for ((i = 0; i < $2; i++)); do [[ -s "$rc/$1-$i.pid" ]] && stop_pid "$(cat "$rc/$1-$i.pid")"; done
+  return 0
+}
+
+routes_members=()
+routes_monitors=()
+# routes_cluster NAME [helm args...]: three members formed with the credential.
+routes_cluster() {
+  local name="$1"
+  shift
+  mkdir -p "$rc"
+  [[ -s "$work/tls-secret.yaml" ]] || make_tls_secret "$work/tls-secret.yaml" || return 1
+  read -ra routes_members <<<"$(free_ports 9)" || return 1
+  routes_monitors=("${routes_members[1]}" "${routes_members[4]}" "${routes_members[7]}")
+  routes_layout "$name" mesh-closed routes_members \
+    "${routes_members[2]} ${routes_members[5]} ${routes_members[8]}" "$@" || return 1
+  if ! wait_for 60 routes_formed "${routes_monitors[@]}"; then
+    echo "the three members did not route to each other within 60 s:"
+    routes_ids "${routes_monitors[@]}"
+    tail -5 "$rc/$name"-*.log
+    return 1
+  fi
+  grep -q "MESH_ROUTES=" "$rc/$name-0/run/nats.sh" || { echo "the route credential is not in the environment"; return 1; }
+  echo "3 members routed to each other (each /routez names the other two): $(routes_ids "${routes_monitors[@]}" | tr '\n' ';')"
+}
+
+# The intruder has been refused by every member's cluster port.
+refused_by_all() {  # LOG
+  local port
+  for port in "${routes_members[2]}" "${routes_members[5]}" "${routes_members[8]}"; do
+    grep -q "127.0.0.1:$port - rid:[0-9]* - Route Error 'Authorization Violation'" "$1" || return 1
+  done
+}
+
+# routes_intruder NAME [helm args...]: one more server, rendered with the given values, routing
+# to the three members: refused by each, and in no member's routes.
+routes_intruder() {
+  local name="$1"
+  shift
+  local ports
+  read -ra ports <<<"$(free_ports 3)" || return 1
+  routes_layout "$name" mesh-intruder ports \
+    "${routes_members[2]} ${routes_members[5]} ${routes_members[8]}" "$@" || return 1
+  local log="$rc/$name-0.log"
+  if ! wait_for 30 refused_by_all "$log"; then
+    echo "the intruder was not refused by all three members within 30 s:"
+    tail -20 "$log"
+    return 1
+  fi
+  # Only the members' view is evidence. The intruder keeps re-soliciting its routes: each attempt
+  # reads the member's INFO (and so its server id) before the member refuses the CONNECT, so a
+  # snapshot of the intruder's own /routez may name a member for the length of one attempt (seen
+  # under load with TLS). A member adds a route only after the CONNECT authenticates.
+  local intruder line
+  intruder="$(routes_ids "${ports[1]}")" || { echo "the intruder's monitor does not answer"; return 1; }
+  intruder="${intruder%% *}"
+  while read -r line; do
+    [[ " $line " != *" $intruder "* ]] || { echo "a member routes to the intruder: $line"; return 1; }
+  done < <(routes_ids "${routes_monitors[@]}")
+  routes_formed "${routes_monitors[@]}" || { echo "the members lost each other"; return 1; }
+  routes_stop "$name" 1
+  echo "refused by the three members (Authorization Violation), in no member's routes"
+}
+
+routes_closed() {
+  routes_cluster closed || return 1
+  routes_intruder open --set routes.authorization=false || return 1
+  routes_intruder wrong --set routePassword.value=not-the-route-password
+}
+
+routes_closed_tls() {
+  routes_cluster tls --set routes.tls.enabled=true --set routes.tls.secretName=mesh-tls || return 1
+  routes_intruder tls-open --set routes.authorization=false --set routes.tls.enabled=true \
+    --set routes.tls.secretName=mesh-tls
+}
+
+run_test "runtime, closed routes: 3 members form the cluster with the route credential; a server without it (open routes, another password) is refused" \
+  routes_closed
+routes_stop closed 3
+run_test "runtime, closed routes with TLS: 3 members form the cluster; a server with the CA but without the credential is refused" \
+  routes_closed_tls
+routes_stop tls 3
 
 echo "chart_test: $passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

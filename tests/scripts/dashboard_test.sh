@@ -3,10 +3,15 @@
 #   - it is valid JSON with a title, a uid, panels and a Prometheus data-source variable;
 #   - every panel has a title and at least one query, and every query's expression parses with
 #     promtool (each is checked as a recording rule, after Grafana's variables are replaced by
-#     the values Grafana would send: $__rate_interval -> 5m, $instance -> .*);
+#     the values Grafana would send: $__rate_interval -> 5m, $bus -> mesh, $pod -> .*);
+#   - it is made for several replicas: a single-valued bus variable (the bus label) and a pod
+#     variable; no panel names or groups by instance (an IP:port) rather than pod; every stat
+#     panel has thresholds beyond its base colour;
 #   - every metric an expression names is one the daemon registers (reconciler/*/*.cc, prometheus-cpp
 #     families; a histogram's _bucket/_sum/_count series included), so a rename breaks this test,
 #     and none is a deprecated 0.1.0 name (kRenamedMetrics, reconciler/daemon/metrics.h; lib.sh);
+#   - tests/scripts/dashboard_live_test.sh evaluates every query against a real Prometheus
+#     scraping three daemons;
 #   - the chart ships the file unchanged in a ConfigMap labelled for Grafana's sidecar, only when
 #     monitoring.dashboard.enabled is true.
 # Standalone: bash tests/scripts/dashboard_test.sh (needs node, promtool and helm: the Debian
@@ -40,7 +45,7 @@ expressions() {
       for (const t of p.targets) {
         if (!t.expr) fail(`panel "${p.title}": a query without expr`);
         const e = t.expr.replace(/\$__rate_interval|\$__interval|\$__range/g, "5m")
-                        .replace(/\$instance/g, ".*");
+                        .replace(/\$bus/g, "mesh").replace(/\$pod/g, ".*");
         if (e.includes("$")) fail(`panel "${p.title}": unknown variable in ${t.expr}`);
         console.log(e.replace(/\n/g, " "));
       }
@@ -66,6 +71,27 @@ every_expression_parses() {
     done <"$work/exprs"
   } >"$work/rules.yaml"
   promtool check rules "$work/rules.yaml"
+}
+
+for_replicas() {
+  node -e '
+    const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const problems = [];
+    const vars = Object.fromEntries(d.templating.list.map((v) => [v.name, v]));
+    if (!vars.bus || vars.bus.multi || vars.bus.includeAll || !/, bus\)$/.test(vars.bus.definition))
+      problems.push("no single-valued bus variable over the bus label");
+    if (!vars.pod || !/, pod\)$/.test(vars.pod.definition)) problems.push("no pod variable");
+    for (const p of d.panels) {
+      for (const t of p.targets) {
+        if (/instance=~|by \(instance\)|\{\{instance\}\}/.test(`${t.expr} ${t.legendFormat}`))
+          problems.push(`panel "${p.title}": by instance, not pod: ${t.expr} ${t.legendFormat}`);
+        if (!/bus="\$bus"/.test(t.expr)) problems.push(`panel "${p.title}": not restricted to $bus`);
+      }
+      const steps = (((p.fieldConfig || {}).defaults || {}).thresholds || {}).steps || [];
+      if (p.type === "stat" && steps.length < 2) problems.push(`stat panel "${p.title}": no thresholds`);
+    }
+    if (problems.length) { console.error(problems.join("\n")); process.exit(1); }
+    console.log(`${d.panels.length} panels for one bus, by pod, stats with thresholds`);' "$kDashboard"
 }
 
 only_exported_metrics() {
@@ -101,6 +127,7 @@ chart_ships_it() {
 
 run_test "the dashboard is valid JSON with panels and a data-source variable" json_is_valid
 run_test "every panel's expression parses (promtool check rules)" every_expression_parses
+run_test "made for several replicas: a bus variable, pods by name, stats with thresholds" for_replicas
 run_test "every metric named is one the daemon registers, none deprecated" only_exported_metrics
 run_test "the chart ships the dashboard for Grafana's sidecar, off by default" chart_ships_it
 

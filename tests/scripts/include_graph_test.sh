@@ -45,9 +45,10 @@ declare -A must_not_include=(
 )
 # The pure HTTP handler: nothing it includes, however deep, is cnats.
 handler="reconciler/http/http_handler.cc"
-# The CLI's header: its commands are the top of the graph, nothing else calls them.
+# The CLI's header: its commands are the top of the graph, nothing else calls them (but the
+# help, man page and completion generators, which read the command table).
 cli_header="reconciler/cli/commands.h"
-cli_files_regex='^reconciler/cli/(main\.cc|cmd_[a-z_]+\.cc)$'
+cli_files_regex='^reconciler/cli/(main\.cc|cmd_[a-z_]+\.cc|help\.cc|completion\.(h|cc))$'
 
 layer_files() {
   git ls-files -- 'model/*' 'observers/*' 'reconciler/*' | grep -E '\.(h|cc)$'
@@ -186,5 +187,5 @@ run_test "every include goes down the declared graph" folders_follow_the_graph
 run_test "layers are linked only along the declared graph" links_only_through_layers
 run_test "the pure layers include no I/O library, observers and http no metrics library" no_forbidden_library
 run_test "the HTTP handler includes nothing of cnats, however deep" handler_builds_without_cnats
-run_test "only main and the commands include $cli_header" cli_header_included_by_the_commands_only
+run_test "only main, the commands and the help and completion generators include $cli_header" cli_header_included_by_the_commands_only
 test_lib_finish

@@ -3,7 +3,7 @@
 # that prints a report prints it under --json with its "schema", and the document validates
 # against docs/schemas/<kind>.v1.schema.json (Ajv, tests/schemas/validate.mjs):
 #   validate (valid and invalid records), desired, plan, reconcile --once, the daemon's /drift
-#   (free and held), hold, release, reconcile --remote, show-stream, show-consumer; the log lines of --log-format json
+#   (free and held), hold, status, release, reconcile --remote, show-stream, show-consumer; the log lines of --log-format json
 #   (log/v1), with counts as JSON numbers and flags as booleans;
 # commands whose output is no report (render-users, run) refuse --json with exit 64; and the
 # validator refuses a document that breaks its schema (so a pass here means something).
@@ -123,6 +123,10 @@ run_test "the daemon starts" start_daemon
 run_test "GET /drift: drift/v1, not held" drift_is drift-free false
 run_test "hold --json: hold/v1" json_of hold 0 hold/v1 "$bin" hold "${remote[@]}" --for 10m --reason "schema test" --json
 run_test "GET /drift while held: drift/v1 with the hold" drift_is drift-held true
+run_test "status --json while held: status/v1, no token" \
+  json_of status-held 0 status/v1 "$bin" status --remote "http://$listen" --json
+run_test "status -o json, the same status/v1" \
+  json_of status-held-o 0 status/v1 "$bin" status --remote "http://$listen" -o json
 run_test "release --json: release/v1" json_of release 0 release/v1 "$bin" release "${remote[@]}" --reason "done" --json
 run_test "reconcile --remote --json: report/v1" json_of remote 0 report/v1 "$bin" reconcile "${remote[@]}" --json
 run_test "--log-format json: every line log/v1, counts as numbers, flags as booleans" log_lines_typed

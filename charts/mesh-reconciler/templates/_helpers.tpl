@@ -13,6 +13,7 @@ File layout (one place, used by every template):
   /etc/mesh/password              the reconciler's bus password,
   /etc/mesh/token                 the admin token of the sidecar's POST endpoints
   /etc/nats-tls/                Secret: tls.crt, tls.key, ca.crt (tls.enabled)
+  /etc/nats-route-tls/          Secret: the routes' certificate, key and CA (routes.tls.enabled)
 */}}
 
 {{- define "mesh.name" -}}
@@ -65,6 +66,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "mesh.path.password" -}}/etc/mesh/password{{- end }}
 {{- define "mesh.path.token" -}}/etc/mesh/token{{- end }}
 {{- define "mesh.path.tlsDir" -}}/etc/nats-tls{{- end }}
+{{- define "mesh.path.routeTlsDir" -}}/etc/nats-route-tls{{- end }}
+
+{{/* Routes authenticate with the route credential (replicas > 1 and routes.authorization). */}}
+{{- define "mesh.routeAuth" -}}
+{{- if and (include "mesh.clustered" .) .Values.routes.authorization }}true{{ end }}
+{{- end }}
+
+{{- define "mesh.routeTls" -}}
+{{- if and (include "mesh.clustered" .) .Values.routes.tls.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "mesh.routeTlsSecretName" -}}
+{{- required "routes.tls.secretName (or tls.existingSecret) is required when routes.tls.enabled" (default .Values.tls.existingSecret .Values.routes.tls.secretName) }}
+{{- end }}
+
+{{/*
+The route URLs, one per pod, as a nats.conf array. With routes.authorization each carries the
+credential as $(MESH_ROUTE_PASSWORD), which Kubernetes replaces from the container's
+environment (a secretKeyRef), so the password is in no manifest but its Secret.
+*/}}
+{{- define "mesh.routeUrls" -}}
+{{- $auth := "" }}
+{{- if include "mesh.routeAuth" . }}
+{{- $auth = printf "%s:$(MESH_ROUTE_PASSWORD)@" .Values.routes.user }}
+{{- end }}
+{{- $urls := list }}
+{{- range $i := until (int .Values.replicas) }}
+{{- $urls = append $urls (printf "\"nats://%s%s-%d.%s.%s.svc.%s:%d\"" $auth (include "mesh.fullname" $) $i (include "mesh.headlessName" $) $.Release.Namespace $.Values.clusterDomain (int $.Values.nats.ports.cluster)) }}
+{{- end }}
+{{- printf "[%s]" (join ", " $urls) }}
+{{- end }}
 
 {{/* Secrets: the chart's own, or the ones named in values. */}}
 {{- define "mesh.recordsSecretName" -}}
