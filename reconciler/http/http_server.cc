@@ -348,7 +348,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       // A bug: answer 500 rather than let the exception take the I/O thread (and the process).
       Log(LogLevel::kError, 0, "HTTP handler threw (a bug)", {{"error", e.what()}});
       ticket_ = 0;
-      answer(HttpReply{500, "text/plain; charset=utf-8", "internal error\n", {}});
+      answer(HttpReply{500, "text/plain; charset=utf-8", "internal error\n", {}, {}});
     }
     if (ticket_ != 0) {
       // Waiting for a pass: answered 504 after forced_pass_timeout unless the pass comes first.

@@ -73,7 +73,7 @@ TEST_CASE("A stream's folder is where --store-dir says, and a deletion removes i
 // .../jetstream/jetstream/<account>/streams and settled. The folder is now read at start: the
 // store_dir is taken, the printed folder is taken as its parent, and a folder without the layout
 // is refused with what was expected and found.
-TEST_CASE("--store-dir: the store_dir, the folder the server prints, and a wrong folder",
+TEST_CASE("The --store-dir check: the store_dir, the folder the server prints, a wrong folder",
           "[observers][integration][server]") {
   testing::NatsServerOptions options;
   options.users_conf = testing::ReconcilerUsersConf();

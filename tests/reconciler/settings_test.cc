@@ -209,7 +209,7 @@ TEST_CASE("a flag's value that looks like a flag is refused, --flag=VALUE is not
   CHECK_FALSE(ParseSettings({"-x"}, FakeEnv({})).ok());
 }
 
-TEST_CASE("-o json as kubectl and helm take it: -o json, -ojson, -o=json, --output json",
+TEST_CASE("Output as kubectl and helm take it: -o json, -ojson, -o=json, --output json",
           "[settings]") {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"-o", "json"}, {"-ojson"}, {"-o=json"}, {"--output", "json"}, {"--output=json"}}) {
