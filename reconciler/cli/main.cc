@@ -34,8 +34,8 @@ Flags BusFlags() {
   return {{"bus"}, {"user"}, {"password-file"}, {"ca-file"}};
 }
 Flags PassFlagsButBus() {
-  return {{"users-file"}, {"users-scope"}, {"pid-file"}, {"monitor"},
-          {"store-dir"},  {"prune"},       {"lease"},    {"bcrypt-cost"}, {"rehash"}};
+  return {{"users-file"}, {"users-scope"}, {"pid-file"},    {"monitor"}, {"store-dir"},
+          {"prune"},      {"lease"},       {"bcrypt-cost"}, {"rehash"}};
 }
 Flags PassFlags() {
   return Concat({Flags{{"records"}}, BusFlags(), PassFlagsButBus()});

@@ -961,10 +961,11 @@ TEST_CASE("While held a deleted stream is left alone, after release it is repair
   CHECK(held.output.find("held until ") == 0);
   CHECK(f.Metric("mesh_reconciler_held") == 1);
   // Who held it (the CLI's loopback address) and why: in the log and in /drift.
-  CHECK(std::regex_search(f.daemon_->log(),
-                          std::regex(R"(msg="held: passes observe only" by=127\.0\.0\.1:\d+ )"
-                                     R"(reason="restore SEAT_intake from backup" for_ms=600000 )"
-                                     R"(until=\d{4}-\d\d-\d\dT)")));
+  CHECK(std::regex_search(
+      f.daemon_->log(),
+      std::regex(R"(msg="held: passes observe only" scope=pod by=127\.0\.0\.1:\d+ )"
+                 R"(reason="restore SEAT_intake from backup" for_ms=600000 )"
+                 R"(until=\d{4}-\d\d-\d\dT)")));
   auto drift_held = f.daemon_->Get("/drift");
   REQUIRE(drift_held.ok());
   rapidjson::Document drift_doc;

@@ -221,9 +221,43 @@ TEST_CASE("POST /hold parses durations and bounds them", "[http]") {
   CHECK(held.body ==
         "{\"schema\":\"mesh-reconciler/hold/"
         "v1\",\"held\":true,\"until\":\"2025-11-29T10:55:30.123Z\","
-        "\"until_unix_ms\":1764413730123,\"reason\":\"\",\"by\":\"10.1.2.3:45678\"}\n");
+        "\"until_unix_ms\":1764413730123,\"reason\":\"\",\"by\":\"10.1.2.3:45678\","
+        "\"scope\":\"pod\"}\n");
   CHECK(state.hold_request_.by == kPeer);
   CHECK(state.hold_request_.reason.empty());
+}
+
+TEST_CASE("POST /hold takes the daemon's scope, or the one named", "[http]") {
+  using mesh::reconciler::HoldScope;
+  struct Case {
+    std::string target;
+    HoldScope daemon_default;
+    int status;
+    HoldScope scope;  // as the state got it, when 200
+  };
+  const std::vector<Case> cases = {
+      {"/hold?for=30m", HoldScope::kPod, 200, HoldScope::kPod},
+      {"/hold?for=30m", HoldScope::kBus, 200, HoldScope::kBus},
+      {"/hold?for=30m&scope=pod", HoldScope::kBus, 200, HoldScope::kPod},
+      {"/hold?for=30m&scope=bus", HoldScope::kBus, 200, HoldScope::kBus},
+      {"/hold?scope=bus&for=30m&reason=restore", HoldScope::kBus, 200, HoldScope::kBus},
+      {"/hold?for=30m&scope=cluster", HoldScope::kBus, 400, HoldScope::kPod},
+      {"/hold?for=30m&scope=", HoldScope::kBus, 400, HoldScope::kPod},
+      {"/hold?for=30m&scope=bus&scope=pod", HoldScope::kBus, 400, HoldScope::kPod},
+  };
+  for (const Case& c : cases) {
+    INFO(c.target);
+    FakeState state;
+    state.default_scope_ = c.daemon_default;
+    HttpReply reply = HandleRequest(state, Post(c.target));
+    CHECK(reply.status == c.status);
+    CHECK(state.held_ == (c.status == 200 ? 1 : 0));
+    if (c.status == 200) {
+      CHECK(state.hold_scope_ == c.scope);
+      CHECK(reply.body.find(std::string("\"scope\":\"") + ToString(c.scope) + "\"") !=
+            std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("A hold's reason is percent-decoded and bounded, who is the client's address", "[http]") {
@@ -301,12 +335,16 @@ TEST_CASE("GET /drift names the hold in force before the report", "[http]") {
   CHECK(free.status == 200);
   CHECK(free.body == "{\"hold\":{\"held\":false},\"pass_id\":7,\"converged\":true}\n");
 
-  state.hold_state_ = HoldState{true, 1764413730123, "restore \"DECL\"", "127.0.0.1:5000"};
+  state.hold_state_ = HoldState{};
+  state.hold_state_.held = true;
+  state.hold_state_.until_unix_ms = 1764413730123;
+  state.hold_state_.reason = "restore \"DECL\"";
+  state.hold_state_.by = "127.0.0.1:5000";
   HttpReply held = HandleRequest(state, Get("/drift"));
   CHECK(held.body ==
         "{\"hold\":{\"held\":true,\"until\":\"2025-11-29T10:55:30.123Z\","
         "\"until_unix_ms\":1764413730123,\"reason\":\"restore \\\"DECL\\\"\","
-        "\"by\":\"127.0.0.1:5000\"},\"pass_id\":7,\"converged\":true}\n");
+        "\"by\":\"127.0.0.1:5000\",\"scope\":\"pod\"},\"pass_id\":7,\"converged\":true}\n");
 
   // After the document's own schema, which stays first.
   state.report_ = std::make_shared<const std::string>(

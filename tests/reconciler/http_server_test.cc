@@ -44,7 +44,9 @@ class BlockingState : public HttpState {
     return std::string("{\"pass_id\":1}");
   }
   Result<HoldState> Hold(std::chrono::milliseconds, const HoldRequest&, HoldScope) const override {
-    return HoldState{true, 0, "", ""};
+    HoldState held;
+    held.held = true;
+    return held;
   }
   bool Release(const HoldRequest&) const override { return false; }
   HoldState hold_state() const override { return {}; }

@@ -306,13 +306,15 @@ TEST_CASE("Gauges for the bus, the hold and the certificate", "[metrics]") {
   Metrics metrics("test", "abc123");
   metrics.SetBusConnected(true);
   metrics.SetHeld(true);
+  CHECK(Has(metrics.Serialize(), "mesh_reconciler_bus_held 0"));  // no bus hold: 0 from start
+  metrics.SetBusHeld(true);
   metrics.RecordException();
   metrics.SetCertificateExpiry(std::nullopt);
   CHECK_FALSE(Has(metrics.Serialize(), "mesh_reconciler_bus_certificate_expiry_timestamp_seconds"));
   metrics.SetCertificateExpiry(1893456000);
   const std::string text = metrics.Serialize();
   CheckHasAll(text, {"mesh_reconciler_bus_connected 1", "mesh_reconciler_held 1",
-                     "mesh_reconciler_exceptions_total 1",
+                     "mesh_reconciler_bus_held 1", "mesh_reconciler_exceptions_total 1",
                      "mesh_reconciler_bus_certificate_expiry_timestamp_seconds 1893456000"});
 }
 
@@ -360,7 +362,7 @@ TEST_CASE("Every name has the mesh_reconciler_ prefix", "[metrics]") {
     CHECK(name.rfind("mesh_reconciler_", 0) == 0);
     ++families;
   }
-  CHECK(families == 19);
+  CHECK(families == 20);
 }
 
 TEST_CASE("Until 0.2.0 every 0.1.0 name exports exactly the samples of its new name", "[metrics]") {

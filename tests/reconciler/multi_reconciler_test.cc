@@ -91,11 +91,11 @@ class Pods {
   // users file stays its first daemon's).
   size_t StartLate(ClusterMesh& mesh, size_t member_index) {
     const mesh::testing::NatsServer& member = mesh.cluster().member(member_index);
-    daemons_.push_back(DaemonProcess::Start(
-        {"--records", mesh.records_path(), "--bus", member.url(), "--user", kReconcilerUser,
-         "--monitor", member.monitor_url(), "--token-file", token_path_, "--interval", "1s",
-         "--lease"},
-        {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword}));
+    daemons_.push_back(
+        DaemonProcess::Start({"--records", mesh.records_path(), "--bus", member.url(), "--user",
+                              kReconcilerUser, "--monitor", member.monitor_url(), "--token-file",
+                              token_path_, "--interval", "1s", "--lease"},
+                             {std::string("MESH_RECONCILER_PASSWORD=") + kReconcilerPassword}));
     return daemons_.size() - 1;
   }
   const std::string& token_path() const { return token_path_; }

@@ -286,7 +286,7 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
 // (70 s on the Large mesh) and listed every principal as differing. A hash of another cost that
 // its digest proves is now kept: not drift, not rewritten, unless the operator gives --rehash,
 // and plan hashes no password either way.
-TEST_CASE("another --bcrypt-cost: proven hashes are kept; --rehash lists and re-hashes them",
+TEST_CASE("another --bcrypt-cost: proven hashes are kept, and --rehash lists and re-hashes them",
           "[pass][cli][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
   const std::string flags = PassFlags(mesh);  // --bcrypt-cost 4
@@ -479,6 +479,8 @@ TEST_CASE("render-users honours --lease and --users-scope, from flags or the env
   Run leased = RunBinary(base + " --lease");
   REQUIRE(leased.exit_code == 0);
   CHECK(leased.out.find("\"$KV.mesh_reconciler_lease.holder\"") != std::string::npos);
+  CHECK(leased.out.find("\"$KV.mesh_reconciler_lease.hold\"") != std::string::npos);
+  CHECK(plain.out.find("$KV.mesh_reconciler_lease.hold\"") == std::string::npos);
 
   setenv("MESH_RECONCILER_LEASE", "1", 1);
   setenv("MESH_RECONCILER_USERS_SCOPE", "account", 1);

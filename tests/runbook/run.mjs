@@ -169,17 +169,24 @@ const sections = {
       'CONSUMER=decl_node-a                      # a durable consumer on it': { code: 0 },
       'rx() { kubectl -n "$NS" exec "$POD" -c mesh-reconciler -- mesh-reconciler "$@"; }': { code: 0 },
       'rx plan': { code: 0, out: [/converged/] },
-      ['for p in $(kubectl -n "$NS" get pods -l app.kubernetes.io/name=mesh-reconciler -o name); do\n' +
-       '  kubectl -n "$NS" exec "${p#pod/}" -c mesh-reconciler -- mesh-reconciler hold \\\n' +
-       '    --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --for 30m \\\n' +
-       '    --reason "$USER: restoring DECL from backup (INC-1234)"\n' +
-       'done']: { code: 0, out: [/held until .*: passes observe only/] },
+      // Named in the prose before the block: a bare hold (30m, no reason) and its release.
+      'rx hold': { code: 0, out: [/^held the bus until .*: every reconciler observes only/m] },
+      'rx release': { code: 0, out: [/released: passes repair again/] },
+      // The lease is on (as in the chart with replicas): a hold for the whole bus.
+      'rx hold --for 30m --reason "$USER: restoring DECL from backup (INC-1234)"': {
+        code: 0, out: [/^held the bus until .*: every reconciler observes only/m] },
+      // Exit 0 converged (2 drift); held here, for the bus, until released below.
+      'rx status': {
+        code: 0,
+        out: [/^held: +(no|yes, bus hold until \S+, by 127\.0\.0\.1:\d+, reason "oncall: )/m,
+              /^lease: +holder/m, /^last pass: +#\d+ /m, /^drift: +none/m, /^users file: /m,
+              /^server: +nats-server \d+\.\d+\.\d+/m] },
       'kubectl -n $NS port-forward $POD 9464:9464 &': { code: 0 },
       'curl -s localhost:9464/drift': { code: 0, out: [/"schema": *"mesh-reconciler\/drift\/v1"/, /"hold": *\{"held":/] },
-      'rx reconcile --remote http://127.0.0.1:9464 --token-file /etc/mesh/token': { code: 0, out: [/^pass \d+ \(forced/m] },
-      'rx hold --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --for 30m --reason "$USER: why"': {
-        code: 0, out: [/held until/] },
-      'rx release --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --reason "$USER: done"': {
+      'rx reconcile': { code: 0, out: [/^pass \d+ \(forced/m] },
+      'rx hold --for 30m --reason "$USER: why"': {
+        code: 0, out: [/held the bus until/] },
+      'rx release --reason "$USER: done"': {
         code: 0, out: [/released: passes repair again/] },
       'rx show-stream "$STREAM"': { code: 0, out: [/^stream DECL: the mesh's/m, /config\.name +DECL/, /state\.messages +\d+/] },
       'rx show-consumer "$STREAM" "$CONSUMER"': { code: 0, out: [/num_pending +\d+/, /num_ack_pending +\d+/] },
@@ -212,15 +219,15 @@ const sections = {
         notOut: [/msg="pass finished"/, /level=info/] },
       'kubectl -n $NS exec $POD -c nats -- wget -qO- 127.0.0.1:8222/jsz': { code: 0, out: [/"streams": *\d+/] },
       // The differs remedy: DECL in memory storage (cannot change in place), recreated.
-      'rx hold --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --for 30m --reason "$USER: recreating $STREAM"': {
-        code: 0, out: [/held until/], before: differsDecl },
+      'rx hold --for 30m --reason "$USER: recreating $STREAM"': {
+        code: 0, out: [/held the bus until/], before: differsDecl },
       "rx show-stream \"$STREAM\" | grep -E 'state\\.(messages|consumer_count)'   # drain it first: the deletion loses these": {
         code: 0, out: [/state\.messages +\d+/, /state\.consumer_count +\d+/] },
       'rx delete-stream "$STREAM" --yes': { code: 0, out: [/deleted stream DECL/] },
-      'rx release --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --reason "$USER: $STREAM deleted"': {
+      'rx release --reason "$USER: $STREAM deleted"': {
         code: 0, out: [/released/] },
       // The release's own pass has created it again already: this one finds it converged.
-      'rx reconcile --remote http://127.0.0.1:9464 --token-file /etc/mesh/token   # creates it again: exit 0': {
+      'rx reconcile   # creates it again: exit 0': {
         code: 0, out: [/converged/] },
       'rx show-consumer "$STREAM" "$CONSUMER"': { code: 0, out: [/config\.durable_name +decl_node-a/] },
       'rx delete-consumer "$STREAM" "$CONSUMER" --yes': { code: 0 },
@@ -261,7 +268,7 @@ const sections = {
         code: 0, out: [/^DECL$/m, /^EVENTS$/m] },
       'kubectl -n $NS exec $POD -c nats -- mv /data/jetstream/jetstream/MESH/streams/$STREAM /data/jetstream/$STREAM.damaged': {
         code: 0 },
-      'rx reconcile --remote http://127.0.0.1:9464 --token-file /etc/mesh/token   # creates it: exit 0': {
+      'rx reconcile   # creates it: exit 0': {
         code: 0, out: [/converged/] },
     },
     after() {
@@ -281,7 +288,7 @@ const sections = {
     commands: {
       'kubectl -n $NS logs $POD -c mesh-reconciler --since=20m | grep -E \'msg="pass failed"\'': {
         code: 0, out: [/level=warn pass=\d+ msg="pass failed" .*error="unavailable: /], notOut: [/msg=lease/] },
-      'rx reconcile --remote http://127.0.0.1:9464 --token-file /etc/mesh/token': { code: 1, out: [/error: unavailable/] },
+      'rx reconcile': { code: 1, out: [/error: unavailable/] },
       'kubectl -n $NS rollout restart statefulset/<release>-mesh-reconciler': { k8s: kRecreate },
     },
     // The server back: the daemon reconnects and repairs (MeshBusDisconnected reads both lines).
@@ -350,17 +357,21 @@ const sections = {
       hold('oncall: a hold someone forgot');
     },
     commands: {
-      "kubectl -n $NS logs $POD -c mesh-reconciler | grep -E 'msg=\"(held|released|hold expired)'": {
+      // Held, converged: exit 0, and the first line names the forgotten hold.
+      'rx status': {
+        code: 0, out: [/^held: +yes, bus hold until \S+, by \S+, reason "oncall: a hold someone forgot"/m] },
+      "kubectl -n $NS logs $POD -c mesh-reconciler | grep -E 'msg=\"(held|released|hold expired|bus hold)'": {
         code: 0,
-        out: [/msg="held: passes observe only" by=127\.0\.0\.1:\d+ reason="oncall: restoring DECL from backup \(INC-1234\)" for_ms=1800000 until=/,
-              /msg="held: passes observe only" by=\S+ reason="oncall: a hold someone forgot"/,
+        out: [/msg="held: passes observe only" scope=bus by=127\.0\.0\.1:\d+ reason="oncall: restoring DECL from backup \(INC-1234\)" for_ms=1800000 until=/,
+              /msg="bus hold written: every instance observes only" scope=bus by=127\.0\.0\.1:\d+ reason="oncall: restoring DECL/,
+              /msg="held: passes observe only" scope=bus by=\S+ reason="oncall: a hold someone forgot"/,
               /msg="released: passes apply again" by=\S+ reason="oncall: done"/],
         notOut: [/msg="pass/] },
-      'rx release --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --reason "$USER: maintenance over"': {
+      'rx release --reason "$USER: maintenance over"': {
         code: 0, out: [/released: passes repair again/] },
-      'rx reconcile --remote http://127.0.0.1:9464 --token-file /etc/mesh/token': { code: 0, out: [/converged/] },
-      'rx hold --remote http://127.0.0.1:9464 --token-file /etc/mesh/token --for 4h --reason "$USER: why"': {
-        code: 0, out: [/held until/] },
+      'rx reconcile': { code: 0, out: [/converged/] },
+      'rx hold --for 4h --reason "$USER: why"': {
+        code: 0, out: [/held the bus until/] },
     },
     after: release,
   },

@@ -24,7 +24,8 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# The sidecar's environment, as the chart sets it (docs/runbook.md, "Before you start").
+# The sidecar's environment, as the chart sets it (docs/runbook.md, "Before you start"); the
+# kubectl stand-in maps the pod's paths and addresses in it (the daemon's, the token's).
 export MESH_RECONCILER_LEASE=1
 cat >"$work/sidecar.env" <<ENV
 MESH_RECONCILER_RECORDS=$work/records.json
@@ -34,6 +35,8 @@ MESH_RECONCILER_USERS_FILE=$work/users.conf
 MESH_RECONCILER_PID_FILE=$work/nats.pid
 MESH_RECONCILER_MONITOR=$monitor
 MESH_RECONCILER_LEASE=1
+MESH_RECONCILER_REMOTE=http://127.0.0.1:9464
+MESH_RECONCILER_TOKEN_FILE=/etc/mesh/token
 ENV
 mkdir -p "$work/sidecar-bin"
 ln -s "$bin" "$work/sidecar-bin/mesh-reconciler"
