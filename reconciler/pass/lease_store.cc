@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <random>
+#include <utility>
 
 #include "observers/c_handle.h"
 #include "observers/nats_error.h"
@@ -17,6 +18,7 @@ using KvPtr = CHandle<kvStore, kvStore_Destroy>;
 using KvStatusPtr = CHandle<kvStatus, kvStatus_Destroy>;
 using KvEntryPtr = CHandle<kvEntry, kvEntry_Destroy>;
 using PubAckPtr = CHandle<jsPubAck, jsPubAck_Destroy>;
+using StreamInfoPtr = CHandle<jsStreamInfo, jsStreamInfo_Destroy>;
 
 constexpr char kBucketDescription[] = "mesh-reconciler lease: which instance acts on JetStream";
 constexpr int64_t kNanosPerMilli = 1'000'000;
@@ -83,12 +85,43 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
   if (s != NATS_OK) {
     return observers::NatsError(s, std::string("lease: status of bucket ") + kLeaseBucket);
   }
+  store->RaiseReplicas(static_cast<int>(kvStatus_Replicas(status.get())),
+                       std::clamp(replicas, 1, kMaxLeaseReplicas));
   store->ttl_ = std::chrono::milliseconds(kvStatus_TTL(status.get()) / kNanosPerMilli);
   if (store->ttl_.count() <= 0) {
     return Status(Errc::kInvalidArgument, std::string("lease: bucket ") + kLeaseBucket +
                                               " has no max age, so a dead holder never expires");
   }
   return store;
+}
+
+// A bucket made while the cluster showed fewer members (a pod started before its peers) keeps
+// the replicas it was made with. With 2 of 3, losing either member leaves its group without a
+// quorum: no entry can be read, aged out or written, and no instance can hold the lease until
+// that member is back. So an instance that counts more members raises it, never lowers it.
+void KvLeaseStore::RaiseReplicas(int has, int wanted) {
+  if (has >= wanted) return;
+  const std::string stream = std::string("KV_") + kLeaseBucket;
+  const std::string what = "the lease bucket has " + std::to_string(has) + " replica(s), " +
+                           std::to_string(wanted) + " wanted";
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = timeout_.count();
+  jsStreamInfo* raw_info = nullptr;
+  jsErrCode error_code = static_cast<jsErrCode>(0);
+  natsStatus s =
+      js_GetStreamInfo(&raw_info, handles_->js.get(), stream.c_str(), &options, &error_code);
+  StreamInfoPtr info(raw_info);
+  if (s == NATS_OK && info->Config != nullptr) {
+    info->Config->Replicas = wanted;  // everything else as it is
+    jsStreamInfo* raw_updated = nullptr;
+    s = js_UpdateStream(&raw_updated, handles_->js.get(), info->Config, &options, &error_code);
+    StreamInfoPtr updated(raw_updated);
+  }
+  replicas_note_ =
+      s == NATS_OK
+          ? what + ": raised"
+          : what + ": not raised: " + observers::NatsError(s, "update " + stream).message();
 }
 
 Result<uint64_t> KvLeaseStore::Write(const std::string& holder, uint64_t last_revision) {
@@ -190,6 +223,7 @@ LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
     bus_hold_ = {std::nullopt, store.status().ToString()};
     return lease_.Unreachable(store.status().ToString());
   }
+  NoteReplicas(**store);
   LeaseState state = lease_.TryAcquireOrRenew(**store, now);
   ReadBusHold(**store, now_unix_ms);
   return state;
@@ -214,6 +248,16 @@ const BusHoldView& LeaseKeeper::CheckBusHold(natsConnection* connection, int clu
     ReadBusHold(**store, now_unix_ms);
   }
   return bus_hold_;
+}
+
+void LeaseKeeper::NoteReplicas(const KvLeaseStore& store) {
+  if (store.replicas_note().empty() || store.replicas_note() == last_replicas_note_) return;
+  last_replicas_note_ = store.replicas_note();
+  pending_replicas_note_ = store.replicas_note();
+}
+
+std::string LeaseKeeper::TakeReplicasNote() {
+  return std::exchange(pending_replicas_note_, {});
 }
 
 void LeaseKeeper::ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms) {

@@ -3,7 +3,8 @@
 // lease round per pass.
 //
 // Requests: opening the bucket is one $JS.API.STREAM.INFO (plus a STREAM.CREATE when it is
-// absent); a read is one $JS.API.DIRECT.GET; a write is one publish to
+// absent, or a STREAM.INFO and a STREAM.UPDATE when it has fewer replicas than wanted); a read is
+// one $JS.API.DIRECT.GET; a write is one publish to
 // "$KV.mesh_reconciler_lease.holder" with the Nats-Expected-Last-Subject-Sequence header
 // (0 to create), answered by the stream's leader.
 //
@@ -29,8 +30,9 @@ inline constexpr int kMaxLeaseReplicas = 3;
 class KvLeaseStore : public LeaseStore {
  public:
   // Binds to the bucket kLeaseBucket on `connection`, creating it when absent (history 1, max
-  // age `ttl`, `replicas` replicas, file storage). An existing bucket is used as it is: ttl()
-  // reports its own max age.
+  // age `ttl`, `replicas` replicas, file storage). An existing bucket is used as it is (ttl()
+  // reports its own max age), except that one with fewer than `replicas` replicas is raised to
+  // them (never lowered): replicas_note() says so, or why it could not be.
   static Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection,
                                                     std::chrono::milliseconds ttl, int replicas,
                                                     std::chrono::milliseconds timeout);
@@ -58,14 +60,19 @@ class KvLeaseStore : public LeaseStore {
   Status RefreshBusHold(const std::string& value, uint64_t revision);
   Status DeleteBusHold();
 
+  // Empty when the bucket had its replicas; else what Open found and did about it.
+  const std::string& replicas_note() const { return replicas_note_; }
+
  private:
   KvLeaseStore();
+  void RaiseReplicas(int has, int wanted);
   Result<uint64_t> Write(const std::string& holder, uint64_t last_revision);
 
   struct Handles;
   std::unique_ptr<Handles> handles_;
   std::chrono::milliseconds ttl_{0};
   std::chrono::milliseconds timeout_{0};
+  std::string replicas_note_;
 };
 
 struct LeaseSettings {
@@ -101,14 +108,20 @@ class LeaseKeeper {
 
   const Lease& lease() const { return lease_; }
   const BusHoldView& bus_hold() const { return bus_hold_; }
+  // What a round found of the bucket's replicas (raised, or why not: KvLeaseStore::Open) when
+  // that changed since the last one taken; empty otherwise. For the log, once per change.
+  std::string TakeReplicasNote();
 
  private:
   Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection, int cluster_size);
   void ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms);
+  void NoteReplicas(const KvLeaseStore& store);
 
   LeaseSettings settings_;
   Lease lease_;
   BusHoldView bus_hold_{std::nullopt, "not read yet"};
+  std::string last_replicas_note_;
+  std::string pending_replicas_note_;
 };
 
 // "<pod name>-<random>": $HOSTNAME (the pod name in Kubernetes), else gethostname(), and 32 bits

@@ -1414,6 +1414,9 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   LeaseState state =
       lease->Round(bus->native_handle(), cluster_size, Clock::now(), UnixMillisNow());
   NoteBusHold(pass_id, hold_before);
+  if (std::string note = lease->TakeReplicasNote(); !note.empty()) {
+    Log(LogLevel::kInfo, pass_id, "lease bucket", {{"replicas", note}});
+  }
   // A change of role, or a round failing for another reason than the last one: an instance
   // that cannot reach the lease says why (it starts "unknown", so a first round that fails
   // would otherwise say nothing), once per reason rather than every round.

@@ -2,7 +2,8 @@
 // keeping its own server's users file), only one at a time acts on the JetStream objects.
 //
 // The lease is one key ("holder") in a JetStream KV bucket ("mesh_reconciler_lease": history 1,
-// max age = the lease's time to live, replicas = min(3, cluster size)), changed only by
+// max age = the lease's time to live, replicas = min(3, cluster size), raised when an instance
+// counts more members than it was made with), changed only by
 // compare-and-set:
 //   acquire  create-if-absent (Nats-Expected-Last-Subject-Sequence: 0) with our identity;
 //   renew    update with the revision we last wrote (the same header with that revision);
