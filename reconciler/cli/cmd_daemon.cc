@@ -43,6 +43,9 @@ constexpr auto kShutdownGrace = std::chrono::seconds(15);
 constexpr auto kHashingGrace = std::chrono::seconds(1);
 // POST /reconcile waits this long for its pass; the CLI waits a little longer for the answer.
 constexpr auto kForcedPassTimeout = std::chrono::seconds(60);
+// The listener's connections that POST /reconcile waiters never take (--http-connections is
+// at least 128): room for probes, metrics and the CLI's GETs.
+constexpr size_t kProbeShare = 64;
 constexpr auto kRemoteTimeout = kForcedPassTimeout + std::chrono::seconds(15);
 constexpr auto kRemoteShortTimeout = std::chrono::seconds(10);
 
@@ -375,6 +378,7 @@ int RunDaemon(Settings& settings) {
 
   HttpServerOptions http_options;
   http_options.max_connections = settings.http_connections;
+  http_options.max_connections_per_client = settings.http_connections_per_client;
   http_options.forced_pass_timeout = kForcedPassTimeout;
   if (!settings.tls_cert_file.empty()) {
     Result<std::shared_ptr<ListenerTls>> tls =
@@ -388,10 +392,9 @@ int RunDaemon(Settings& settings) {
   LoopOptions options;
   options.interval = settings.interval;
   options.advisory_floor = settings.advisory_floor;
-  // Waiting POST /reconcile connections are busy (never evicted): one address's share of the
-  // listener stays for everything else, the probes first.
-  options.max_waiting_requests =
-      http_options.max_connections - http_options.max_connections_per_client;
+  // Waiting POST /reconcile connections are busy (never evicted): a share of the listener
+  // stays for everything else, the probes first, however many one address may hold.
+  options.max_waiting_requests = http_options.max_connections - kProbeShare;
   if (settings.lease == LeaseMode::kKv) {
     options.lease_round = LeaseRoundFor(settings.interval);
     options.lease_grace = LeaseGraceFor(settings.interval);

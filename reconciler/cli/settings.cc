@@ -321,9 +321,8 @@ const std::map<std::string, FlagSpec>& Flags() {
         "N",
         FlagValues::kNone,
         {},
-        "the listener's connection cap (default 256, 128 to 16384; 64 per\nclient address); POST "
-        "/reconcile requests may wait on all but 64 of\nthem (more are answered 503). Each is a "
-        "file descriptor",
+        "the listener's connection cap (default 256, 128 to 16384); POST\n/reconcile requests "
+        "may wait on all but 64 of them (more are\nanswered 503). Each is a file descriptor",
         [](Settings& s, const std::string& v) -> std::string {
           size_t n = 0;
           const char* end = v.data() + v.size();
@@ -332,6 +331,25 @@ const std::map<std::string, FlagSpec>& Flags() {
             return "--http-connections: expected a whole number from 128 to 16384";
           }
           s.http_connections = n;
+          return {};
+        }}},
+      {"http-connections-per-client",
+       {FlagKind::kString,
+        "N",
+        FlagValues::kNone,
+        {},
+        "connections one client address may hold (default 64, 8 to\n16384, at most "
+        "--http-connections): at the cap its idle ones are\nevicted, and a new one is closed "
+        "when all are busy. Raise it for\na tool that sends many POST /reconcile at once "
+        "from one address",
+        [](Settings& s, const std::string& v) -> std::string {
+          size_t n = 0;
+          const char* end = v.data() + v.size();
+          const auto [stop, error] = std::from_chars(v.data(), end, n);
+          if (v.empty() || error != std::errc() || stop != end || n < 8 || n > 16384) {
+            return "--http-connections-per-client: expected a whole number from 8 to 16384";
+          }
+          s.http_connections_per_client = n;
           return {};
         }}},
       {"tls-cert",
@@ -583,6 +601,11 @@ Result<Settings> ParseSettings(const std::vector<std::string>& args, const GetEn
     }
     std::string error = it->second.set(settings, *value);
     if (!error.empty()) errors.push_back(error);
+  }
+  if (errors.empty() && settings.http_connections_per_client > settings.http_connections) {
+    errors.push_back(
+        "--http-connections-per-client: " + std::to_string(settings.http_connections_per_client) +
+        " is more than --http-connections (" + std::to_string(settings.http_connections) + ")");
   }
   if (!errors.empty()) {
     std::string message;

@@ -49,6 +49,9 @@ struct Settings : PassSettings {
   // --http-connections: the listener's connection cap (HttpServerOptions::max_connections);
   // forced requests may wait on all of it but one address's share.
   size_t http_connections = 256;
+  // --http-connections-per-client: one address's cap
+  // (HttpServerOptions::max_connections_per_client), at most http_connections.
+  size_t http_connections_per_client = 64;
   std::string tls_cert_file;          // --tls-cert (HTTP listener)
   std::string tls_key_file;           // --tls-key
   std::string log_level = "info";     // --log-level debug|info|warn|error

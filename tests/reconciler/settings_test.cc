@@ -172,6 +172,31 @@ TEST_CASE("the listener's connection cap is a whole number from 128 to 16384", "
   }
 }
 
+TEST_CASE("one client address's connection cap: 8 to 16384, at most the listener's cap",
+          "[settings]") {
+  auto none = ParseSettings({}, FakeEnv({}));
+  REQUIRE(none.ok());
+  CHECK(none->http_connections_per_client == 64);
+  auto flag = ParseSettings({"--http-connections", "1200", "--http-connections-per-client", "1100"},
+                            FakeEnv({}));
+  REQUIRE(flag.ok());
+  CHECK(flag->http_connections_per_client == 1100);
+  auto env = ParseSettings({}, FakeEnv({{"MESH_RECONCILER_HTTP_CONNECTIONS_PER_CLIENT", "200"}}));
+  REQUIRE(env.ok());
+  CHECK(env->http_connections_per_client == 200);
+  for (const char* bad : {"7", "16385", "-1", "", "64k"}) {
+    INFO(bad);
+    auto refused = ParseSettings({"--http-connections-per-client", bad}, FakeEnv({}));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("--http-connections-per-client") != std::string::npos);
+  }
+  // Above the listener's own cap (the default 256 here) it could never be reached.
+  auto above = ParseSettings({"--http-connections-per-client", "300"}, FakeEnv({}));
+  REQUIRE_FALSE(above.ok());
+  CHECK(above.status().message() ==
+        "--http-connections-per-client: 300 is more than --http-connections (256)");
+}
+
 // Each command accepts its own flags (main.cc's table): another command's flag is refused, and
 // its variable in the environment (the sidecar's MESH_RECONCILER_LISTEN) is not read.
 TEST_CASE("a command's flags only, from the command line and the environment", "[settings]") {
