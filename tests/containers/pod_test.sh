@@ -343,10 +343,51 @@ cluster_formed() {
       const m=JSON.parse(t).meta_cluster??{}; process.exit(m.leader && (m.cluster_size===3) ? 0 : 1)})'
 }
 
+# The indexes of the running members that the meta leader does not count in its group.
+outside_meta_group() {
+  local i name
+  # The leader's own view: its meta_cluster names every peer it counts.
+  for i in "${!three_ips[@]}"; do
+    name="$(curl -fsS --max-time 2 "http://${three_ips[i]}:$monitor_port/varz" |
+      node -e 'let t="";process.stdin.on("data",(d)=>t+=d).on("end",()=>console.log(JSON.parse(t).server_name))')" || continue
+    curl -fsS --max-time 2 "http://${three_ips[i]}:$monitor_port/jsz" |
+      node -e 'let t="";process.stdin.on("data",(d)=>t+=d).on("end",()=>{
+        const m=JSON.parse(t).meta_cluster??{}; const name=process.argv[1];
+        if (m.leader!==name) process.exit(2);
+        console.log(JSON.stringify((m.replicas??[]).map((r)=>r.name).concat([name])))})' "$name" \
+      >"$work/meta-peers" 2>/dev/null && break
+  done
+  [[ -s "$work/meta-peers" ]] || return 1
+  for i in "${!three_ips[@]}"; do
+    name="$(curl -fsS --max-time 2 "http://${three_ips[i]}:$monitor_port/varz" |
+      node -e 'let t="";process.stdin.on("data",(d)=>t+=d).on("end",()=>console.log(JSON.parse(t).server_name))')" || continue
+    node -e 'process.exit(JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).includes(process.argv[2])?0:1)' \
+      "$work/meta-peers" "$name" || echo "$i"
+  done
+}
+
 three_cluster() {
+  # nats-server 2.10.27 sometimes leaves a member outside the JetStream meta group when all
+  # start at once: it follows the leader and answers /healthz ok, but the leader never adds it,
+  # so the group counts 2 of 3 and no 3-replica stream (nor the lease bucket) can be placed
+  # (tests/support/nats_cluster.h; about 1 formation in 10 here, seen in this test too).
+  # Restarting that member lets it in, as deleting its pod would: done once, and said.
+  if ! wait_for 60 cluster_formed; then
+    local i outside
+    rm -f "$work/meta-peers"
+    outside="$(outside_meta_group)" || true
+    for i in $outside; do
+      echo "pod $i: nats-server is outside the JetStream meta group 60 s on (the formation race); restarting it once"
+      podman restart -t 5 "${three_pods[i]}-nats" >/dev/null || return 1
+    done
+  fi
   wait_for 90 cluster_formed || {
     local ip
-    for ip in "${three_ips[@]}"; do echo "--- $ip"; curl -sS --max-time 2 "http://$ip:$monitor_port/jsz" | head -c 600; echo; done
+    for ip in "${three_ips[@]}"; do
+      echo "--- $ip"
+      curl -sS --max-time 2 "http://$ip:$monitor_port/jsz" |
+        node -e 'let t="";process.stdin.on("data",(d)=>t+=d).on("end",()=>console.log(JSON.stringify(JSON.parse(t).meta_cluster)))'
+    done
     return 1
   }
   echo "3 members routed to each other through the rendered routes; JetStream meta leader: $(
@@ -386,6 +427,9 @@ three_takeover() {
   before="$(creations "${three_pods[survivor]}")"
   for i in "${!three_pods[@]}"; do
     [[ "$i" == "$survivor" ]] && continue
+    # The stream lost a member with the pod: until its group has elected a new leader nothing
+    # answers for it (a deletion then times out: seen), so the deletion waits for one.
+    wait_for 60 stream_present "${three_pods[i]}" || { echo "$kStream has no leader"; return 1; }
     in_sidecar "${three_pods[i]}" mesh-reconciler delete-stream "$kStream" --yes || return 1
     echo "deleted $kStream from pod $i's sidecar"
     break
