@@ -9,15 +9,15 @@
 #             build of the command, where an optimisation-only warning shows) on a debian:12
 #             base made from Debian's archive (tests/containers/base.sh, cached in .cache/), and
 #             the stand-in nats image; then the images are checked (tests/containers/image_test.sh);
-#   3. pods:  the chart's pods under `podman kube play` (tests/containers/pod_test.sh); NOT in
-#             the default stages yet: its three-pod part fails (README, "Known gaps");
+#   3. pods:  the chart's pods under `podman kube play` (tests/containers/pod_test.sh): one
+#             pod, the overlay on the vendored official chart, and three pods of replicas: 3;
 #   4. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. tsan:  the whole CTest suite again under ThreadSanitizer;
 #   6. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
 #             (model/thread_safety.h), then each libFuzzer target for a bounded time, starting
 #             from tests/fuzz/corpus.
 # Exits non-zero when any step or any test fails. MESH_TEST_STAGES="main" runs a subset (the
-# default is "main image asan tsan fuzz"; "pods" needs the images of "image", built by an
+# default is "main image pods asan tsan fuzz"; "pods" needs the images of "image", built by an
 # earlier run at least). Without "image", "main" builds the binary in Release (-Werror)
 # itself.
 # MESH_FUZZ_SECONDS sets each fuzzer's time (default 60).
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 jobs="${MESH_JOBS:-2}"
-stages="${MESH_TEST_STAGES:-main image asan tsan fuzz}"
+stages="${MESH_TEST_STAGES:-main image pods asan tsan fuzz}"
 fuzz_seconds="${MESH_FUZZ_SECONDS:-60}"
 
 stage() { echo; echo "======== $* ($(date -u +%H:%M:%S))"; }
