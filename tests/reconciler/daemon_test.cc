@@ -386,11 +386,23 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
   const bool healthz_shows = observers::HealthzShowsStoresOnDisk(
       observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
       observers::Topology::kStandalone);
-  const std::string how = healthz_shows ? "how=\"until the server no longer names the old store\""
-                          : store_mounted
-                              ? "how=\"until the old folders are gone from --store-dir\""
-                              : "how=\"a settle after the last deletion advisory";
-  CHECK(log.find(how) != std::string::npos);
+  if (healthz_shows) {
+    // Two timings, each safe: the pass that creates DECL waits until /healthz stops naming its
+    // old store (while the server deletes the 3,000 durables), or an earlier pass finds DECL
+    // gone from the lists while /healthz still names the store, reports it unrecoverable and
+    // leaves it (plan.cc), and a later pass creates it once the store is gone, with nothing
+    // left to wait for. Which one happens is the timing's (the second failed this check in CI:
+    // no "waited" line, every message kept). What matters is above (all_there) and that
+    // neither falls back to the folders or a settle.
+    CHECK(log.find("how=\"until the old folders") == std::string::npos);
+    CHECK(log.find("how=\"a settle") == std::string::npos);
+  } else {
+    // 2.9 names no store: the only protection is the wait in the creating pass.
+    const std::string how = store_mounted
+                                ? "how=\"until the old folders are gone from --store-dir\""
+                                : "how=\"a settle after the last deletion advisory";
+    CHECK(log.find(how) != std::string::npos);
+  }
   CHECK(log.find("settling instead") == std::string::npos);
   if (mount == Mount::kPrintedFolder && !healthz_shows) {  // 2.10 on: the folder is not used
     CHECK(log.find("--store-dir is the folder nats-server prints as its Store Directory; using "
