@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -51,6 +52,8 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
   kvStore* raw_kv = nullptr;
   s = js_KeyValue(&raw_kv, store->handles_->js.get(), kLeaseBucket);
   store->handles_->kv.reset(raw_kv);
+  const int wanted = std::clamp(replicas, 1, kMaxLeaseReplicas);
+  bool made_now = false;
   if (s == NATS_NOT_FOUND) {
     kvConfig config;
     kvConfig_Init(&config);
@@ -59,20 +62,36 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
     config.History = 1;
     config.TTL = ttl.count() * kNanosPerMilli;
     config.StorageType = js_FileStorage;
-    config.Replicas = std::clamp(replicas, 1, kMaxLeaseReplicas);
-    s = js_CreateKeyValue(&raw_kv, store->handles_->js.get(), &config);
-    store->handles_->kv.reset(raw_kv);
-    if (s != NATS_OK) {
-      // Another instance may have created it meanwhile (perhaps with other replicas): use it.
+    // With a member down (or one that nats-server 2.10.27 left outside its meta group at
+    // formation) `wanted` replicas cannot be placed, and without a bucket no instance could
+    // hold the lease and nothing would be repaired. So fewer are tried, down to one; a later
+    // round raises them (RaiseReplicas) once they can be placed.
+    std::optional<Status> first_error;
+    for (int tried = wanted; tried >= 1; --tried) {
+      config.Replicas = tried;
+      s = js_CreateKeyValue(&raw_kv, store->handles_->js.get(), &config);
+      store->handles_->kv.reset(raw_kv);
+      if (s == NATS_OK) {
+        made_now = true;
+        if (tried < wanted) {
+          store->replicas_note_ = "the lease bucket was made with " + std::to_string(tried) +
+                                  " replica(s), " + std::to_string(wanted) +
+                                  " wanted: " + first_error->message();
+        }
+        break;
+      }
       const Status create_error =
           observers::NatsError(s, std::string("lease: create bucket ") + kLeaseBucket + " with " +
-                                      std::to_string(config.Replicas) + " replica(s)");
+                                      std::to_string(tried) + " replica(s)");
+      if (!first_error) first_error = create_error;
+      // Another instance may have created it meanwhile (perhaps with other replicas): use it.
       s = js_KeyValue(&raw_kv, store->handles_->js.get(), kLeaseBucket);
       store->handles_->kv.reset(raw_kv);
-      if (s != NATS_OK) {  // say why it could not be created, not only that it is not there
-        return Status(create_error.code(),
-                      create_error.message() + "; then open: " + natsStatus_GetText(s));
-      }
+      if (s == NATS_OK) break;
+    }
+    if (s != NATS_OK) {  // say why it could not be created, not only that it is not there
+      return Status(first_error->code(),
+                    first_error->message() + "; then open: " + natsStatus_GetText(s));
     }
   }
   if (s != NATS_OK) {
@@ -85,8 +104,7 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
   if (s != NATS_OK) {
     return observers::NatsError(s, std::string("lease: status of bucket ") + kLeaseBucket);
   }
-  store->RaiseReplicas(static_cast<int>(kvStatus_Replicas(status.get())),
-                       std::clamp(replicas, 1, kMaxLeaseReplicas));
+  if (!made_now) store->RaiseReplicas(static_cast<int>(kvStatus_Replicas(status.get())), wanted);
   store->ttl_ = std::chrono::milliseconds(kvStatus_TTL(status.get()) / kNanosPerMilli);
   if (store->ttl_.count() <= 0) {
     return Status(Errc::kInvalidArgument, std::string("lease: bucket ") + kLeaseBucket +

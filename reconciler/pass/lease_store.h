@@ -30,9 +30,10 @@ inline constexpr int kMaxLeaseReplicas = 3;
 class KvLeaseStore : public LeaseStore {
  public:
   // Binds to the bucket kLeaseBucket on `connection`, creating it when absent (history 1, max
-  // age `ttl`, `replicas` replicas, file storage). An existing bucket is used as it is (ttl()
-  // reports its own max age), except that one with fewer than `replicas` replicas is raised to
-  // them (never lowered): replicas_note() says so, or why it could not be.
+  // age `ttl`, `replicas` replicas, file storage; fewer, down to one, when that many cannot be
+  // placed). An existing bucket is used as it is (ttl() reports its own max age), except that
+  // one with fewer than `replicas` replicas is raised to them (never lowered). replicas_note()
+  // says when the bucket was made with fewer, raised, or could not be raised, and why.
   static Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection,
                                                     std::chrono::milliseconds ttl, int replicas,
                                                     std::chrono::milliseconds timeout);

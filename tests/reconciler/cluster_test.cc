@@ -481,5 +481,55 @@ TEST_CASE(
   CHECK(took_over);
 }
 
+// A member down when the bucket is first made (a pod not yet scheduled, a node lost during the
+// first deployment): the cluster counts 3 (the meta group knows it), but 3 replicas cannot be
+// placed. Without a bucket no instance could hold the lease and nothing would be repaired.
+TEST_CASE(
+    "With a member down the lease bucket is made with fewer replicas, and raised when it "
+    "is back",
+    "[cluster][lease][integration][server]") {
+  ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
+  constexpr size_t kDown = 2;
+  mesh.cluster().member(kDown).Stop();
+  mesh.cluster().RequireReady();
+  mesh::testing::NatsConnectionPtr connection =
+      mesh::testing::ConnectNats({mesh.cluster().member(0).url()}, mesh::testing::kReconcilerUser,
+                                 mesh::testing::kReconcilerPassword);
+  LeaseKeeper keeper(LeaseSettings{"pod-a-0000000a", seconds(30), seconds(2)});
+  LeaseState first;
+  std::string note;
+  const bool acquired = mesh::testing::WaitFor(
+      [&] {
+        first = keeper.Round(connection.get(), 3, LeaseClock::now(), WallMillis());
+        if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) note = taken;
+        return first.role == LeaseRole::kHolder;
+      },
+      seconds(120));
+  INFO(first.error);
+  REQUIRE(acquired);
+  auto admin = observers::BusConnection::Connect(
+      mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
+  REQUIRE(admin.ok());
+  CHECK(ViewBucket(**admin).replicas < 3);
+  INFO("the note: " << note);
+  CHECK(note.rfind("the lease bucket was made with ", 0) == 0);
+  CHECK(note.find(", 3 wanted: lease: create bucket mesh_reconciler_lease with 3 replica(s)") !=
+        std::string::npos);
+
+  mesh.cluster().StartStopped();
+  mesh.cluster().RequireRejoined(0);
+  note.clear();
+  const bool raised = mesh::testing::WaitFor(
+      [&] {
+        LeaseState state = keeper.Round(connection.get(), 3, LeaseClock::now(), WallMillis());
+        if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) note = taken;
+        return state.role == LeaseRole::kHolder && ViewBucket(**admin).replicas == 3;
+      },
+      seconds(120));
+  INFO("the last note: " << note);
+  CHECK(raised);
+  CHECK(note.find("3 wanted: raised") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
