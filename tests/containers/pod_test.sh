@@ -37,6 +37,12 @@ readonly kNetwork="$kName-net"
 # The --store-dir case needs a 2.9 server: Debian 12's, in a stand-in image.
 nats_2_9_image="$(bash tests/containers/nats-image.sh "${MESH_NATS_SERVER_2_9:-/usr/sbin/nats-server}")" ||
   { echo "pod_test: cannot build the 2.9 stand-in nats image"; exit 1; }
+# The official chart's config reloader, beside the sidecar in its pod: a stand-in built from
+# upstream's source (tests/containers/reloader/README.md).
+if [[ "${MESH_POD_TEST_OFFICIAL:-1}" == 1 ]]; then
+  bash tests/containers/reloader-image.sh >/dev/null ||
+    { echo "pod_test: cannot build the stand-in config reloader image"; exit 1; }
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/pod-test.XXXXXX")"
 pods=()
 volumes=()
@@ -465,15 +471,17 @@ if [[ $part_failed -eq 0 ]]; then
 fi
 # --- 1b. the overlay on the official chart ----------------------------------------------
 # The vendored official chart 1.3.16 with examples/official-nats-chart-values.yaml, played the
-# same way. Two values differ from a user's, because of what this machine has: the nats image's
-# tag is the stand-in's 2.10.27-alpine (the chart's default is 2.11.10-alpine), and the
-# reloader is off: its image (natsio/nats-server-config-reloader) comes from a registry only,
-# and no package builds it. The reloader beside the sidecar is therefore NOT run here.
+# same way. One value differs from a user's, because of what this machine has: the nats image's
+# tag is the stand-in's 2.10.27-alpine (the chart's default is 2.11.10-alpine). The chart's
+# config reloader runs beside the sidecar, from a stand-in of its image built from upstream's
+# source (reloader-image.sh): both signal nats-server when the users file changes.
 official_play() {
   local rendered="$work/official.yaml"
   "$helm" template "$kName-nats" tests/charts/vendor/nats-1.3.16 --namespace mesh-test \
     -f examples/official-nats-chart-values.yaml --set container.image.tag=2.10.27-alpine \
-    --set reloader.enabled=false >"$rendered" || return 1
+    >"$rendered" || return 1
+  grep -q 'image: natsio/nats-server-config-reloader:0.20.1' "$rendered" ||
+    { echo "the rendered pod has no reloader of the stand-in's tag"; grep -n 'reloader' "$rendered"; return 1; }
   # The two Secrets the overlay names, as the operator creates them beside the release.
   cat >"$work/official-secrets.yaml" <<SECRETS || return 1
 apiVersion: v1
@@ -499,14 +507,36 @@ SECRETS
     { echo "the sidecar never answered"; logs_of "$pod1" mesh-reconciler | tail -20; return 1; }
 }
 
+reloader_live() { logs_of "$pod1" reloader | grep -q 'Live, ready to kick pid'; }
+# The reloader found nats-server's PID in the shared pid volume and watches the configuration
+# and the users file it includes.
+official_reloader_live() {
+  wait_for 60 reloader_live || { echo "the reloader never went live"; logs_of "$pod1" reloader | tail -10; return 1; }
+  logs_of "$pod1" reloader | grep -E 'Watching file|Live, ready' || return 1
+  logs_of "$pod1" reloader | grep -q "Watching file: $users_file" ||
+    { echo "the reloader does not watch $users_file"; return 1; }
+}
+
+reloader_signalled() { logs_of "$pod1" reloader | grep -q "signal to reload changes from: .*$users_file"; }
+# The records change of the step before: the sidecar rewrote the users file and signalled
+# nats-server; the reloader saw the same change and signalled it too (the server reloads twice,
+# harmlessly: docs/kubernetes.md).
+official_reloader_signalled() {
+  wait_for 30 reloader_signalled ||
+    { echo "the reloader sent no signal for $users_file"; logs_of "$pod1" reloader | tail -10; return 1; }
+  logs_of "$pod1" reloader | grep 'signal to reload changes from' | tail -1
+}
+
 if [[ "${MESH_POD_TEST_OFFICIAL:-1}" == 1 ]]; then
   before=$failed
-  run_test "official chart + overlay: the Pod derived from its StatefulSet plays (reloader off: no image here)" official_play
+  run_test "official chart + overlay: the Pod derived from its StatefulSet plays, with the chart's reloader" official_play
   if [[ $failed -eq $before ]]; then
+    run_test "official chart + overlay: the chart's config reloader runs beside the sidecar and watches the users file" official_reloader_live
     run_test "official chart + overlay: init container's users file (0600, uid 10001); nats-server starts with it" one_users_file
     run_test "official chart + overlay: the sidecar answers /readyz, /healthz, /metrics at its probes' port" one_probes
     run_test "official chart + overlay: a deleted stream is recreated" one_deletion_repaired
     run_test "official chart + overlay: a records change via ..data reaches the sidecar; nats-server reloads" one_records_swap
+    run_test "official chart + overlay: the reloader also signals nats-server for the rewritten users file" official_reloader_signalled
     run_test "official chart + overlay: reconcile, hold, release, show-stream as typed after kubectl exec" one_oncall
   fi
   podman pod rm -f -t 0 "$pod1" >/dev/null 2>&1
