@@ -482,11 +482,13 @@ TEST_CASE(
 }
 
 // A member down when the bucket is first made (a pod not yet scheduled, a node lost during the
-// first deployment): the cluster counts 3 (the meta group knows it), but 3 replicas cannot be
-// placed. Without a bucket no instance could hold the lease and nothing would be repaired.
+// first deployment): the cluster counts 3 (the meta group knows it). 2.9.10 and 2.10.27 refuse
+// to place 3 replicas then, and without a bucket no instance could hold the lease and nothing
+// would be repaired; 2.15.1 places them (run by hand, 2026-12-06). What the reconciler owes is
+// the same on both: a holder at once, and 3 replicas once the member is back.
 TEST_CASE(
-    "With a member down the lease bucket is made with fewer replicas, and raised when it "
-    "is back",
+    "With a member down the lease is held at once (a bucket of fewer replicas where 3 cannot "
+    "be placed), and its bucket has 3 replicas once the member is back",
     "[cluster][lease][integration][server]") {
   ClusterMesh mesh(ClusterRecordsJson(), mesh::testing::ReconcilerUsersConf(LeasePublishAllow()));
   constexpr size_t kDown = 2;
@@ -510,11 +512,16 @@ TEST_CASE(
   auto admin = observers::BusConnection::Connect(
       mesh::testing::BusSettingsFor(mesh.cluster().member(0), "admin", "admin"));
   REQUIRE(admin.ok());
-  CHECK(ViewBucket(**admin).replicas < 3);
-  INFO("the note: " << note);
-  CHECK(note.rfind("the lease bucket was made with ", 0) == 0);
-  CHECK(note.find(", 3 wanted: lease: create bucket mesh_reconciler_lease with 3 replica(s)") !=
-        std::string::npos);
+  const int made_with = ViewBucket(**admin).replicas;
+  INFO("made with " << made_with << " replica(s); the note: " << note);
+  if (made_with < 3) {  // the server refused 3: the note says so, with its refusal
+    CHECK(note.rfind("the lease bucket was made with " + std::to_string(made_with) +
+                         " replica(s), 3 wanted: lease: create bucket mesh_reconciler_lease with 3 "
+                         "replica(s)",
+                     0) == 0);
+  } else {
+    CHECK(note.empty());
+  }
 
   mesh.cluster().StartStopped();
   mesh.cluster().RequireRejoined(0);
@@ -528,7 +535,7 @@ TEST_CASE(
       seconds(120));
   INFO("the last note: " << note);
   CHECK(raised);
-  CHECK(note.find("3 wanted: raised") != std::string::npos);
+  if (made_with < 3) CHECK(note.find("3 wanted: raised") != std::string::npos);
 }
 
 }  // namespace
