@@ -105,11 +105,15 @@ class DeletionClock {
   std::map<std::string, Burst, std::less<>> bursts_ GUARDED_BY(mutex_);
 };
 
-// The calling thread's nice value set to `nice` (BackgroundHashing::nice); false (nothing
-// changed) if refused. Linux keeps the nice value per thread and a new thread inherits it, so
-// HashAll's helpers run at it too.
-bool LowerThisThreadsPriority(int nice) {
-  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0;
+// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
+// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
+// still goes to hashing, so on an idle machine it takes no longer. Linux keeps the nice value
+// per thread and a new thread inherits it, so HashAll's helpers run at it too.
+constexpr int kHashingNice = 19;
+
+// The calling thread's nice value set to kHashingNice; false (nothing changed) if refused.
+bool LowerThisThreadsPriority() {
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHashingNice) == 0;
 }
 
 // The users file first, then the server: a load time read after the file cannot miss a reload.
@@ -708,14 +712,14 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
   Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
       {{"pending", total},
        {"threads", std::max(1u, std::thread::hardware_concurrency())},
-       {"nice", background->nice},
+       {"nice", kHashingNice},
        {"own_entry_first", users_state == UsersFile::kInterim}});
   if (background->progress) background->progress(total);
   HashJob* j = job.get();
   PassGate* passes = &gate;  // joined by StopHashJob before the gate goes
   const BackgroundHashing hooks = *background;
   job->thread = std::thread([j, passes, hooks, pass_id, total, scope = settings.users_scope] {
-    if (!LowerThisThreadsPriority(hooks.nice)) {
+    if (!LowerThisThreadsPriority()) {
       Log(LogLevel::kWarn, pass_id, "hashing at normal priority: setpriority refused",
           {{"error", std::strerror(errno)}});
     }

@@ -127,18 +127,9 @@ enum class HashingStop { kStopped, kStillRunning };
 
 // The daemon's hashing on its own threads. Without it (the CLI), a pass hashes what it needs
 // before it observes. Both hooks are called from the hashing thread and must not block.
-// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
-// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
-// still goes to hashing, so on an idle machine it takes no longer.
-inline constexpr int kHashingNice = 19;
-
 struct BackgroundHashing {
   std::function<void()> ready;                    // the users file can now be rendered: wake
   std::function<void(int64_t pending)> progress;  // plain passwords still to hash (a gauge)
-  // The hashing threads' nice value. A test of what the pass gate does sets 0: at 19 the
-  // threads get almost no CPU while anything else on the machine is busy, and how fast they
-  // hash then is the load's, not the gate's.
-  int nice = kHashingNice;
 };
 
 class Reconciler {

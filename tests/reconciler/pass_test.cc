@@ -460,9 +460,7 @@ TEST_CASE("background hashing runs at the lowest CPU priority, the pass at its o
 // second); at cost 12 a password takes about 0.2 s, longer than the pass's steps before apply,
 // so while the pass runs at most one password per hashing thread is reported done (those that
 // finish as the apply ends). Without the wait it was 3 in two runs on 2 cores, where nice 19
-// alone keeps much of the hashing off: the bound is tight. The job runs at nice 0 here: what is
-// tested is the gate, and at nice 19 the hashing after the pass went as slowly as whatever
-// else ran on the machine let it (the suite's second server run failed while a build ran).
+// alone keeps much of the hashing off: the bound is tight.
 TEST_CASE("background hashing waits while a pass applies, and goes on after it",
           "[pass][integration][server]") {
   LiveMesh mesh{
@@ -475,7 +473,6 @@ TEST_CASE("background hashing waits while a pass applies, and goes on after it",
   std::atomic<int> during_pass{0};  // progress calls of the job while the pass ran
   std::atomic<int> after_pass{0};
   BackgroundHashing hooks;
-  hooks.nice = 0;
   hooks.progress = [&](int64_t) {
     if (std::this_thread::get_id() == pass_thread) return;
     ++(in_pass.load() ? during_pass : after_pass);
