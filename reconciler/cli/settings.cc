@@ -14,6 +14,16 @@
 namespace mesh::reconciler {
 namespace {
 
+// `v` as a whole number from `lo` to `hi`, nothing around it; nullopt otherwise.
+template <typename T>
+std::optional<T> WholeNumberIn(const std::string& v, T lo, T hi) {
+  T n{};
+  const char* end = v.data() + v.size();
+  const auto [stop, error] = std::from_chars(v.data(), end, n);
+  if (v.empty() || error != std::errc() || stop != end || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
 enum class FlagKind { kString, kSwitch };
 
 struct FlagSpec {
@@ -221,13 +231,9 @@ const std::map<std::string, FlagSpec>& Flags() {
         "bcrypt cost for plain passwords (default 10, 4 to 31); a users-file\nhash of another "
         "cost that its digest proves is kept, not drift",
         [](Settings& s, const std::string& v) -> std::string {
-          int cost = 0;
-          const char* end = v.data() + v.size();
-          const auto [stop, error] = std::from_chars(v.data(), end, cost);
-          if (v.empty() || error != std::errc() || stop != end || cost < 4 || cost > 31) {
-            return "--bcrypt-cost: expected a whole number from 4 to 31";
-          }
-          s.bcrypt_cost = cost;
+          const std::optional<int> cost = WholeNumberIn(v, 4, 31);
+          if (!cost) return "--bcrypt-cost: expected a whole number from 4 to 31";
+          s.bcrypt_cost = *cost;
           return {};
         }}},
       {"rehash",
@@ -324,13 +330,9 @@ const std::map<std::string, FlagSpec>& Flags() {
         "the listener's connection cap (default 256, 128 to 16384); POST\n/reconcile requests "
         "may wait on all but 64 of them (more are\nanswered 503). Each is a file descriptor",
         [](Settings& s, const std::string& v) -> std::string {
-          size_t n = 0;
-          const char* end = v.data() + v.size();
-          const auto [stop, error] = std::from_chars(v.data(), end, n);
-          if (v.empty() || error != std::errc() || stop != end || n < 128 || n > 16384) {
-            return "--http-connections: expected a whole number from 128 to 16384";
-          }
-          s.http_connections = n;
+          const std::optional<size_t> n = WholeNumberIn<size_t>(v, 128, 16384);
+          if (!n) return "--http-connections: expected a whole number from 128 to 16384";
+          s.http_connections = *n;
           return {};
         }}},
       {"http-connections-per-client",
@@ -343,13 +345,9 @@ const std::map<std::string, FlagSpec>& Flags() {
         "when all are busy. Raise it for\na tool that sends many POST /reconcile at once "
         "from one address",
         [](Settings& s, const std::string& v) -> std::string {
-          size_t n = 0;
-          const char* end = v.data() + v.size();
-          const auto [stop, error] = std::from_chars(v.data(), end, n);
-          if (v.empty() || error != std::errc() || stop != end || n < 8 || n > 16384) {
-            return "--http-connections-per-client: expected a whole number from 8 to 16384";
-          }
-          s.http_connections_per_client = n;
+          const std::optional<size_t> n = WholeNumberIn<size_t>(v, 8, 16384);
+          if (!n) return "--http-connections-per-client: expected a whole number from 8 to 16384";
+          s.http_connections_per_client = *n;
           return {};
         }}},
       {"tls-cert",
