@@ -388,6 +388,21 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   CHECK(ViewBucket(**admin).leader != mesh.cluster().ServerName(victim));
 }
 
+// Runs `keeper`'s rounds (counting `cluster_size` members) until it holds the lease, at most
+// `deadline`; `last` gets the last round's state, `note` (when given) the last replicas note
+// (without it the notes are left for the caller to take).
+bool RoundsUntilHolder(LeaseKeeper& keeper, natsConnection* connection, int cluster_size,
+                       milliseconds deadline, LeaseState& last, std::string* note = nullptr) {
+  return mesh::testing::WaitFor(
+      [&] {
+        last = keeper.Round(connection, cluster_size, LeaseClock::now(), WallMillis());
+        if (note == nullptr) return last.role == LeaseRole::kHolder;  // the notes left to take
+        if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) *note = taken;
+        return last.role == LeaseRole::kHolder;
+      },
+      deadline);
+}
+
 // Starts the stopped members, then runs `keeper`'s rounds (counting three members, as the
 // daemon does once they are routed) until it holds the lease and the bucket has 3 replicas:
 // the 2.10.27 meta group may take a while to place the third, and rounds repeat as the
@@ -429,13 +444,8 @@ TEST_CASE(
   LeaseKeeper b(LeaseSettings{"pod-b-0000000b", kTtl, seconds(2)});
   mesh::testing::NatsConnectionPtr a_connection = connect(0);
   LeaseState first;
-  const bool acquired = mesh::testing::WaitFor(
-      [&] {
-        // Two members routed to each other: the size the daemon counts (observers/monitor.cc).
-        first = a.Round(a_connection.get(), 2, LeaseClock::now(), WallMillis());
-        return first.role == LeaseRole::kHolder;
-      },
-      seconds(120));
+  // Two members routed to each other: the size the daemon counts (observers/monitor.cc).
+  const bool acquired = RoundsUntilHolder(a, a_connection.get(), 2, seconds(120), first);
   INFO(first.error);
   REQUIRE(acquired);
   auto admin = observers::BusConnection::Connect(
@@ -478,12 +488,7 @@ TEST_CASE(
   a_connection.reset();
   mesh::testing::NatsConnectionPtr b_connection = connect(survivor);
   LeaseState standby;
-  const bool took_over = mesh::testing::WaitFor(
-      [&] {
-        standby = b.Round(b_connection.get(), 3, LeaseClock::now(), WallMillis());
-        return standby.role == LeaseRole::kHolder;
-      },
-      seconds(90));
+  const bool took_over = RoundsUntilHolder(b, b_connection.get(), 3, seconds(90), standby);
   INFO("the standby's last round: " << ToString(standby.role) << " holder=" << standby.holder
                                     << " error=" << standby.error);
   CHECK(took_over);
@@ -508,13 +513,7 @@ TEST_CASE(
   LeaseKeeper keeper(LeaseSettings{"pod-a-0000000a", seconds(30), seconds(2)});
   LeaseState first;
   std::string note;
-  const bool acquired = mesh::testing::WaitFor(
-      [&] {
-        first = keeper.Round(connection.get(), 3, LeaseClock::now(), WallMillis());
-        if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) note = taken;
-        return first.role == LeaseRole::kHolder;
-      },
-      seconds(120));
+  const bool acquired = RoundsUntilHolder(keeper, connection.get(), 3, seconds(120), first, &note);
   INFO(first.error);
   REQUIRE(acquired);
   auto admin = observers::BusConnection::Connect(
