@@ -11,8 +11,10 @@
 #             the stand-in nats image; then the images are checked (tests/containers/image_test.sh);
 #   3. pods:  the chart's pods under `podman kube play` (tests/containers/pod_test.sh): one
 #             pod, the overlay on the vendored official chart, and three pods of replicas: 3;
-#   4. asan:  the whole CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   5. tsan:  the whole CTest suite again under ThreadSanitizer;
+#   4. asan:  the CTest suite again under AddressSanitizer + UndefinedBehaviorSanitizer, but for
+#             the checks of the sources (label "static": format, include graph...), which
+#             no build changes;
+#   5. tsan:  the same under ThreadSanitizer;
 #   6. fuzz:  every layer built with clang, whose -Wthread-safety checks the lock annotations
 #             (model/thread_safety.h), then each libFuzzer target for a bounded time, starting
 #             from tests/fuzz/corpus.
@@ -44,10 +46,11 @@ if has_stage main || has_stage image; then
 fi
 
 # Configures and builds the whole project in DIR with the extra CMake arguments, then runs the
-# whole CTest suite there. Sanitizer options reach the tests through the caller's environment.
+# CTest suite there, less the tests labelled LABEL_EXCLUDE ("" for none). Sanitizer options
+# reach the tests through the caller's environment.
 build_and_test() {
-  local name="$1" dir="$2"
-  shift 2
+  local name="$1" dir="$2" label_exclude="$3"
+  shift 3
   stage "$name: build"
   # -g1 (line tables: sanitizer and crash stacks still name file and line) instead of -g: a
   # quarter less compile time on the Beast-heavy files, and half the object size.
@@ -55,11 +58,12 @@ build_and_test() {
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DMESH_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs"
   stage "$name: tests"
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 \
+    ${label_exclude:+--label-exclude "$label_exclude"}
 }
 
 if has_stage main; then
-  build_and_test "main (RelWithDebInfo, -Werror)" build
+  build_and_test "main (RelWithDebInfo, -Werror)" build ""
   # The tests that run a server (tagged [server]; tests/support/nats_server.h refuses an
   # untagged one), again: each takes its binary from MESH_NATS_SERVER.
   stage "main: the server tests again, against $("$nats_server_2_10" --version)"
@@ -91,7 +95,7 @@ if has_stage asan; then
   # -O1, as AddressSanitizer's documentation advises: UBSan's checks at -O2 made the two
   # Beast-heavy files take four minutes each (a third less at -O1), the stage's longest poles.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
-    build_and_test "asan (AddressSanitizer + UndefinedBehaviorSanitizer)" build-asan \
+    build_and_test "asan (AddressSanitizer + UndefinedBehaviorSanitizer)" build-asan static \
     -DMESH_SANITIZE="address;undefined" -DMESH_BUILD_BENCH=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 fi
@@ -99,7 +103,7 @@ fi
 if has_stage tsan; then
   # tests/sanitizers/tsan.supp says what it suppresses (OpenSSL's own calls) and why.
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/sanitizers/tsan.supp" \
-    build_and_test "tsan (ThreadSanitizer)" build-tsan \
+    build_and_test "tsan (ThreadSanitizer)" build-tsan static \
     -DMESH_SANITIZE="thread" -DMESH_BUILD_BENCH=OFF
 fi
 
