@@ -8,8 +8,6 @@
 //   2. recovery after a store wipe (a pass that recreates everything) beside a bare sequential
 //      creation loop (goal: recovery at least 2x faster).
 // A plain main() printing a table. Usage: pass_bench [no-drift repetitions] [recovery rounds]
-#include <rapidjson/document.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/floor_loops.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
 #include "observers/bus.h"
@@ -35,6 +34,7 @@ using mesh::observers::ApiReply;
 using mesh::observers::ApiRequest;
 using mesh::observers::BusConnection;
 
+using mesh::testing::BareListLoop;
 using mesh::testing::kBenchCost;
 
 constexpr int kInFlight = 16;
@@ -85,70 +85,6 @@ void RequireAnswered(const std::vector<ApiRequest>& requests,
       Die(requests[i].subject + ": " + error->description);
     }
   }
-}
-
-struct Listed {
-  int64_t total = 0;
-  int64_t count = 0;
-  std::vector<std::string> names;  // stream names, for the stream list
-};
-
-Listed ParseList(const std::string& payload, const char* items_key) {
-  rapidjson::Document doc;
-  doc.Parse(payload.data(), payload.size());
-  if (doc.HasParseError() || !doc.IsObject()) Die("a list answer is not JSON");
-  Listed out;
-  if (doc.HasMember("total") && doc["total"].IsInt64()) out.total = doc["total"].GetInt64();
-  if (doc.HasMember(items_key) && doc[items_key].IsArray()) {
-    for (const auto& item : doc[items_key].GetArray()) {
-      ++out.count;
-      if (item.HasMember("config") && item["config"].HasMember("name")) {
-        out.names.emplace_back(item["config"]["name"].GetString());
-      }
-    }
-  }
-  return out;
-}
-
-std::string Offset(int64_t offset) {
-  return "{\"offset\":" + std::to_string(offset) + "}";
-}
-
-// The minimal list requests of an observation, 16 in flight, answers parsed, nothing decoded:
-// the floor under which no observation can go. Returns the number of requests.
-int64_t BareListLoop(BusConnection& bus) {
-  int64_t sent = 0;
-  auto send = [&](const std::vector<ApiRequest>& requests) {
-    std::vector<ApiReply> replies = bus.RequestMany(requests);
-    RequireAnswered(requests, replies);
-    sent += static_cast<int64_t>(requests.size());
-    return replies;
-  };
-  const char* stream_list = "$JS.API.STREAM.LIST";
-  Listed first = ParseList(send({{stream_list, Offset(0)}})[0].payload, "streams");
-  std::vector<std::string> streams = first.names;
-  std::vector<ApiRequest> pages;
-  for (int64_t at = first.count; at < first.total; at += std::max<int64_t>(first.count, 1)) {
-    pages.push_back({stream_list, Offset(at)});
-  }
-  for (const ApiReply& reply : send(pages)) {
-    Listed page = ParseList(reply.payload, "streams");
-    streams.insert(streams.end(), page.names.begin(), page.names.end());
-  }
-  std::vector<ApiRequest> consumer_lists;
-  for (const std::string& stream : streams) {
-    consumer_lists.push_back({"$JS.API.CONSUMER.LIST." + stream, Offset(0)});
-  }
-  std::vector<ApiReply> replies = send(consumer_lists);
-  std::vector<ApiRequest> more;
-  for (size_t i = 0; i < replies.size(); ++i) {
-    Listed page = ParseList(replies[i].payload, "consumers");
-    for (int64_t at = page.count; at < page.total; at += std::max<int64_t>(page.count, 1)) {
-      more.push_back({consumer_lists[i].subject, Offset(at)});
-    }
-  }
-  send(more);
-  return sent;
 }
 
 // One info request per desired object, each waiting for its answer: the naive controller.

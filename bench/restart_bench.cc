@@ -29,12 +29,11 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/floor_loops.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
 #include "observers/bus.h"
-#include "observers/jetstream.h"
 #include "observers/server_version.h"
-#include "reconciler/apply/encode.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/daemon_support.h"
 #include "tests/support/nats_server.h"
@@ -102,52 +101,11 @@ void PerObjectInfoLoop(BusConnection& bus, const mesh::model::DesiredState& desi
   }
 }
 
-// Every creation an empty store needs, streams first, then consumers (as the naive peer and
-// the floor send them).
-struct Creations {
-  std::vector<ApiRequest> streams;
-  std::vector<ApiRequest> consumers;
-};
-Creations CreationsFor(const mesh::model::DesiredState& desired) {
-  Creations out;
-  for (const auto& s : desired.streams) {
-    out.streams.push_back(
-        {"$JS.API.STREAM.CREATE." + s.name.str(), mesh::reconciler::EncodeStreamConfig(s)});
-  }
-  for (const auto& c : desired.consumers) {
-    out.consumers.push_back(
-        {"$JS.API.CONSUMER.DURABLE.CREATE." + c.stream.str() + "." + c.durable.str(),
-         mesh::reconciler::EncodeConsumerCreate(c)});
-  }
-  return out;
-}
-
 // The naive peer after a wipe: creates every stream, then every consumer, one at a time.
 void SequentialCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired) {
-  const Creations creations = CreationsFor(desired);
+  const mesh::testing::Creations creations = mesh::testing::CreationsFor(desired);
   for (const auto* batch : {&creations.streams, &creations.consumers}) {
     for (const ApiRequest& r : *batch) RequireOk(r, bus.Request(r));
-  }
-}
-
-// The server's own floor after a wipe: the same creations as SequentialCreationLoop, streams
-// then consumers, kept max_in_flight (16) outstanding per connection like apply, with no
-// process, credentials or observation around them. Up to 2.11.9 the server handles a client
-// connection's JetStream API requests one after another in its read loop, so on one connection
-// this is the fastest it can recover, whatever the client does; over the lanes (`spread`),
-// what the server does with its cores.
-void PipelinedCreationLoop(BusConnection& bus, const mesh::model::DesiredState& desired,
-                           mesh::observers::Spread spread) {
-  const Creations creations = CreationsFor(desired);
-  for (const auto* batch : {&creations.streams, &creations.consumers}) {
-    const std::vector<mesh::observers::ApiReply> replies = bus.RequestMany(*batch, spread);
-    for (size_t i = 0; i < batch->size(); ++i) {
-      if (i >= replies.size()) Die((*batch)[i].subject + ": no reply");
-      RequireOk((*batch)[i], replies[i]);
-      if (auto error = mesh::observers::ParseApiError(replies[i].payload)) {
-        Die((*batch)[i].subject + ": " + error->description);
-      }
-    }
   }
 }
 
@@ -288,7 +246,7 @@ int main() {
       after_wipe([&](BusConnection& bus, Spread) { SequentialCreationLoop(bus, *desired); },
                  Spread::kOneConnection);
   auto pipelined = [&](BusConnection& bus, Spread spread) {
-    PipelinedCreationLoop(bus, *desired, spread);
+    mesh::testing::PipelinedCreationLoop(bus, *desired, spread);
   };
   const double floor_s = after_wipe(pipelined, Spread::kOneConnection);
   const bool in_place = mesh::observers::HandlesApiRequestsInPlace(
