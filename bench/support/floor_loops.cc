@@ -64,10 +64,11 @@ std::string Offset(int64_t offset) {
 
 }  // namespace
 
-int64_t BareListLoop(BusConnection& bus) {
+int64_t BareListLoop(BusConnection& bus, observers::Spread spread) {
   int64_t sent = 0;
-  auto send = [&](const std::vector<ApiRequest>& requests) {
-    std::vector<ApiReply> replies = bus.RequestMany(requests);
+  auto send = [&](const std::vector<ApiRequest>& requests,
+                  observers::Spread how = observers::Spread::kOneConnection) {
+    std::vector<ApiReply> replies = bus.RequestMany(requests, how);
     RequireAnswered(requests, replies);
     sent += static_cast<int64_t>(requests.size());
     return replies;
@@ -87,7 +88,7 @@ int64_t BareListLoop(BusConnection& bus) {
   for (const std::string& stream : streams) {
     consumer_lists.push_back({"$JS.API.CONSUMER.LIST." + stream, Offset(0)});
   }
-  std::vector<ApiReply> replies = send(consumer_lists);
+  std::vector<ApiReply> replies = send(consumer_lists, spread);
   std::vector<ApiRequest> more;
   for (size_t i = 0; i < replies.size(); ++i) {
     Listed page = ParseList(replies[i].payload, "consumers");
@@ -95,7 +96,7 @@ int64_t BareListLoop(BusConnection& bus) {
       more.push_back({consumer_lists[i].subject, Offset(at)});
     }
   }
-  send(more);
+  send(more, spread);
   return sent;
 }
 

@@ -16,8 +16,11 @@ namespace mesh::testing {
 
 // The minimal list requests of an observation (every stream list page, then every consumer
 // list page of every stream), max_in_flight outstanding, answers parsed and nothing decoded:
-// the floor under which no observation can go. Returns the number of requests.
-int64_t BareListLoop(observers::BusConnection& bus);
+// the floor under which no observation can go on one connection. With Spread::kLanes the
+// consumer lists go over the bus's lanes as well (as a large observation sends them, up to
+// 2.11.9): the floor over the same connections. Returns the number of requests.
+int64_t BareListLoop(observers::BusConnection& bus,
+                     observers::Spread spread = observers::Spread::kOneConnection);
 
 // Every creation an empty store needs for `desired`, streams first, then consumers.
 struct Creations {
