@@ -8,6 +8,7 @@
 #include <array>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include "model/json_read.h"
@@ -220,6 +221,34 @@ std::map<std::string, std::string> MissingNames(const rapidjson::Document& doc) 
   return names;
 }
 
+// The desired spec of a stream or consumer, when the scope has a desired state (sorted by
+// name, and by (stream, durable): DesiredState); nullptr otherwise.
+const StreamSpec* DesiredStream(const ObserveScope& scope, const std::string& name) {
+  if (scope.desired == nullptr) return nullptr;
+  const auto& streams = scope.desired->streams;
+  auto it =
+      std::lower_bound(streams.begin(), streams.end(), name,
+                       [](const StreamSpec& s, const std::string& n) { return s.name.str() < n; });
+  return it != streams.end() && it->name.str() == name ? &*it : nullptr;
+}
+const ConsumerSpec* DesiredConsumer(const ObserveScope& scope, const ConsumerSpec& found) {
+  if (scope.desired == nullptr) return nullptr;
+  const auto& consumers = scope.desired->consumers;
+  auto key = [](const ConsumerSpec& c) { return std::tie(c.stream, c.durable); };
+  auto it = std::lower_bound(
+      consumers.begin(), consumers.end(), found,
+      [&](const ConsumerSpec& a, const ConsumerSpec& b) { return key(a) < key(b); });
+  return it != consumers.end() && key(*it) == key(found) ? &*it : nullptr;
+}
+
+// The server's whole config, kept for an update (ObservedStream::raw_config), unless the object
+// is exactly as desired: then nothing will update it (ObserveScope::desired).
+template <typename Spec>
+std::string RawConfigFor(const rapidjson::Value& config, const Spec& found, const Spec* desired) {
+  if (desired != nullptr && *desired == found) return std::string();
+  return Compact(config);
+}
+
 // Offsets of the pages after the first one, from the first page's total and limit.
 std::vector<int64_t> RemainingOffsets(const Page& first) {
   std::vector<int64_t> offsets;
@@ -235,13 +264,15 @@ std::vector<int64_t> RemainingOffsets(const Page& first) {
 // One stream as a list or an info answer describes it ({"config":..,"cluster":..}) into
 // `streams`; an entry that names no stream cannot be anyone's and is skipped. `clustered` is set
 // when the server describes the stream's group (a standalone server omits "cluster").
-void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStream>& streams,
-               bool& clustered, int& cluster_size) {
+void AddStream(const rapidjson::Value& item, const ObserveScope& scope,
+               std::map<std::string, ObservedStream>& streams, bool& clustered, int& cluster_size) {
   const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
   if (config == nullptr || !config->IsObject()) return;
   auto decoded = DecodeStream(*config);
   if (!decoded.ok()) return;
-  ObservedStream stream{std::move(decoded->spec), Compact(*config), std::move(decoded->problem)};
+  std::string raw =
+      RawConfigFor(*config, decoded->spec, DesiredStream(scope, decoded->spec.name.str()));
+  ObservedStream stream{std::move(decoded->spec), std::move(raw), std::move(decoded->problem)};
   stream.max_consumers = Int(*config, "max_consumers", -1);
   if (const rapidjson::Value* state = Member(item, "state");
       state != nullptr && state->IsObject()) {
@@ -258,7 +289,7 @@ void AddStream(const rapidjson::Value& item, std::map<std::string, ObservedStrea
 }
 
 // Lists every stream: the first page, then all the other pages at once.
-Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
+Status ListStreams(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
   std::vector<ApiRequest> requests = {{kStreamList, OffsetPayload(0)}};
   std::map<std::string, ObservedStream> streams;
   std::map<std::string, std::string> undescribed;
@@ -274,7 +305,7 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
       if (!page.ok()) return page.status();
       if (page->items != nullptr) {
         for (const auto& item : page->items->GetArray()) {
-          AddStream(item, streams, clustered, out.cluster_size);
+          AddStream(item, scope, streams, clustered, out.cluster_size);
         }
       }
       for (auto& [name, reason] : MissingNames(*doc)) {
@@ -299,7 +330,8 @@ Status ListStreams(BusConnection& bus, ObservedJetStream& out) {
 
 // One STREAM.INFO per name, all at once; a name the server does not know is absent, not an
 // error.
-Status InfoStreams(BusConnection& bus, const std::set<StreamName>& names, ObservedJetStream& out) {
+Status InfoStreams(BusConnection& bus, const std::set<StreamName>& names, const ObserveScope& scope,
+                   ObservedJetStream& out) {
   std::vector<ApiRequest> requests;
   for (const StreamName& name : names) requests.push_back({kStreamInfoPrefix + name.str(), ""});
   std::vector<ApiReply> replies = bus.RequestMany(requests);
@@ -310,20 +342,84 @@ Status InfoStreams(BusConnection& bus, const std::set<StreamName>& names, Observ
     std::optional<ApiError> error;
     auto doc = Answer(requests[i], replies[i], kStreamNotFound, &error);
     if (!doc.ok()) return doc.status();
-    if (!error) AddStream(*doc, streams, clustered, out.cluster_size);
+    if (!error) AddStream(*doc, scope, streams, clustered, out.cluster_size);
   }
   if (!clustered) out.cluster_size = 1;
   for (auto& [name, stream] : streams) out.streams.push_back(std::move(stream));
   return Status::Ok();
 }
 
-// Lists the consumers of the streams in scope, settings.max_in_flight lists at a time.
+// Consumer lists sent per RequestMany, whose answers are decoded before the next batch is sent:
+// a batch of answers is all that is held at once (at ten times the Large mesh, all 6,203 answers
+// together were about 30 MiB). Each batch still keeps max_in_flight outstanding; between
+// batches the pipeline drains once, one round trip per batch.
+constexpr size_t kListBatch = 256;
+// The pages after a stream's first are full ones (256 consumers, about 200 KB each at the
+// mesh's configs): fewer of them per batch. At ten times the Large mesh, DECL's 78 later pages
+// in one batch were 16 MiB of answers held at once.
+constexpr size_t kLaterPageBatch = 16;
+
+// A consumer list page still to ask for.
+struct PendingList {
+  std::string stream;
+  int64_t offset;
+};
+using UndescribedConsumers = std::map<std::pair<std::string, std::string>, std::string>;
+
+// One batch of consumer list pages: sends them, decodes every answer into `out` (a stream gone
+// meanwhile into `vanished`, a consumer named in "missing" into `undescribed`), and appends the
+// later pages of each first page to `next`.
+Status ListConsumerBatch(BusConnection& bus, const ObserveScope& scope,
+                         std::span<const PendingList> pending, Spread spread,
+                         ObservedJetStream& out, std::set<std::string>& vanished,
+                         UndescribedConsumers& undescribed, std::vector<PendingList>& next) {
+  std::vector<ApiRequest> requests;
+  requests.reserve(pending.size());
+  for (const PendingList& p : pending) {
+    requests.push_back({kConsumerListPrefix + p.stream, OffsetPayload(p.offset)});
+  }
+  std::vector<ApiReply> replies = bus.RequestMany(requests, spread);
+  out.api_requests += static_cast<int>(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string& stream = pending[i].stream;
+    std::optional<ApiError> error;
+    auto doc = Answer(requests[i], replies[i], kStreamNotFound, &error);
+    if (!doc.ok()) return doc.status();
+    if (error) {  // deleted since the stream list: it is gone, consumers and all
+      vanished.insert(stream);
+      continue;
+    }
+    auto page = ReadPage(*doc, "consumers", requests[i].subject);
+    if (!page.ok()) return page.status();
+    const std::map<std::string, std::string> missing = MissingNames(*doc);
+    for (const auto& [name, reason] : missing) {
+      undescribed.insert_or_assign({stream, name}, reason);
+    }
+    if (page->items != nullptr) {
+      for (const auto& item : page->items->GetArray()) {
+        const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
+        if (config == nullptr || !config->IsObject()) continue;  // names no consumer: skipped
+        Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *config);
+        // An offline consumer's entry is its assignment, not its state.
+        if (missing.count(decoded.spec.durable.str()) != 0) continue;
+        std::string raw = RawConfigFor(*config, decoded.spec, DesiredConsumer(scope, decoded.spec));
+        out.consumers.push_back(
+            {std::move(decoded.spec), std::move(raw), std::move(decoded.problem)});
+      }
+    }
+    if (pending[i].offset == 0) {
+      for (int64_t offset : RemainingOffsets(*page)) next.push_back({stream, offset});
+    }
+  }
+  return Status::Ok();
+}
+
+// Lists the consumers of the streams in scope, settings.max_in_flight lists at a time, in
+// batches of kListBatch; over the lanes when there is more than one batch (Spread::kLanes: up
+// to 2.11.9 the server answers one connection's requests one after another).
 Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
-  struct Pending {
-    std::string stream;
-    int64_t offset;
-  };
-  std::vector<Pending> pending;
+  std::vector<PendingList> pending;
+  int64_t expected = 0;  // consumers the streams to list count
   for (const ObservedStream& stream : out.streams) {
     if (!scope.Covers(stream)) continue;
     if (scope.known_consumers != nullptr) {
@@ -335,45 +431,23 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
       }
     }
     pending.push_back({stream.config.name.str(), 0});
+    expected += std::max<int64_t>(0, stream.consumer_count);
   }
+  // As many as the stream list counts (ephemerals included): one allocation rather than a
+  // doubling vector, which at its last growth held both copies (25 MiB at ten times the Large
+  // mesh).
+  out.consumers.reserve(out.consumers.size() + static_cast<size_t>(expected));
   std::set<std::string> vanished;  // deleted between the two lists
-  std::map<std::pair<std::string, std::string>, std::string> undescribed;
-  while (!pending.empty()) {
-    std::vector<ApiRequest> requests;
-    for (const Pending& p : pending) {
-      requests.push_back({kConsumerListPrefix + p.stream, OffsetPayload(p.offset)});
-    }
-    std::vector<ApiReply> replies = bus.RequestMany(requests);
-    out.api_requests += static_cast<int>(requests.size());
-    std::vector<Pending> next;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const std::string& stream = pending[i].stream;
-      std::optional<ApiError> error;
-      auto doc = Answer(requests[i], replies[i], kStreamNotFound, &error);
-      if (!doc.ok()) return doc.status();
-      if (error) {  // deleted since the stream list: it is gone, consumers and all
-        vanished.insert(stream);
-        continue;
-      }
-      auto page = ReadPage(*doc, "consumers", requests[i].subject);
-      if (!page.ok()) return page.status();
-      const std::map<std::string, std::string> missing = MissingNames(*doc);
-      for (const auto& [name, reason] : missing) {
-        undescribed.insert_or_assign({stream, name}, reason);
-      }
-      if (page->items != nullptr) {
-        for (const auto& item : page->items->GetArray()) {
-          const rapidjson::Value* config = item.IsObject() ? Member(item, "config") : nullptr;
-          if (config == nullptr || !config->IsObject()) continue;  // names no consumer: skipped
-          Decoded<ConsumerSpec> decoded = DecodeConsumer(stream, *config);
-          // An offline consumer's entry is its assignment, not its state.
-          if (missing.count(decoded.spec.durable.str()) != 0) continue;
-          out.consumers.push_back(
-              {std::move(decoded.spec), Compact(*config), std::move(decoded.problem)});
-        }
-      }
-      if (pending[i].offset == 0) {
-        for (int64_t offset : RemainingOffsets(*page)) next.push_back({stream, offset});
+  UndescribedConsumers undescribed;
+  for (size_t batch = kListBatch; !pending.empty(); batch = kLaterPageBatch) {
+    std::vector<PendingList> next;
+    const Spread spread = pending.size() > batch ? Spread::kLanes : Spread::kOneConnection;
+    for (size_t begin = 0; begin < pending.size(); begin += batch) {
+      const size_t end = std::min(pending.size(), begin + batch);
+      if (Status s = ListConsumerBatch(bus, scope, std::span(pending).subspan(begin, end - begin),
+                                       spread, out, vanished, undescribed, next);
+          !s.ok()) {
+        return s;
       }
     }
     pending = std::move(next);
@@ -388,11 +462,15 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
             [](const UndescribedObject& a, const UndescribedObject& b) {
               return std::tie(a.stream, a.consumer) < std::tie(b.stream, b.consumer);
             });
-  std::sort(out.consumers.begin(), out.consumers.end(),
-            [](const ObservedConsumer& a, const ObservedConsumer& b) {
-              return std::tie(a.config.stream, a.config.durable) <
-                     std::tie(b.config.stream, b.config.durable);
-            });
+  // Listed stream by stream in name order, each list sorted by the server: usually in order
+  // already, which a check sees in one walk.
+  auto by_name = [](const ObservedConsumer& a, const ObservedConsumer& b) {
+    return std::tie(a.config.stream, a.config.durable) <
+           std::tie(b.config.stream, b.config.durable);
+  };
+  if (!std::is_sorted(out.consumers.begin(), out.consumers.end(), by_name)) {
+    std::sort(out.consumers.begin(), out.consumers.end(), by_name);
+  }
   return Status::Ok();
 }
 
@@ -411,7 +489,7 @@ bool ObserveScope::Covers(const ObservedStream& stream) const {
 
 Result<ObservedJetStream> ObserveJetStream(BusConnection& bus, const ObserveScope& scope) {
   ObservedJetStream out;
-  if (Status s = ListStreams(bus, out); !s.ok()) return s;
+  if (Status s = ListStreams(bus, scope, out); !s.ok()) return s;
   if (Status s = ListConsumers(bus, scope, out); !s.ok()) return s;
   return out;
 }
@@ -420,7 +498,7 @@ Result<ObservedJetStream> ObserveStreams(BusConnection& bus, const std::set<Stre
                                          const ObserveScope& scope) {
   ObservedJetStream out;
   if (names.empty()) return out;
-  if (Status s = InfoStreams(bus, names, out); !s.ok()) return s;
+  if (Status s = InfoStreams(bus, names, scope, out); !s.ok()) return s;
   if (Status s = ListConsumers(bus, scope, out); !s.ok()) return s;
   return out;
 }

@@ -1,7 +1,9 @@
 // Reads every stream and consumer of the account with the JetStream list APIs (pages of up to
-// 256, the consumer lists of all streams kept max_in_flight at once), never one info request
-// per object. Also the JSON codec between the API's configuration objects and the model's
-// specs, shared with apply so that what is written and what is read back agree.
+// 256, the consumer lists of all streams kept max_in_flight at once, 256 lists per batch so
+// that only one batch of answers is held at a time, and over the bus's lanes when there is more
+// than one batch), never one info request per object. Also the JSON codec between the API's
+// configuration objects and the model's specs, shared with apply so that what is written and what
+// is read back agree.
 //
 // Thread-safety: call from the thread that owns the BusConnection.
 #pragma once
@@ -46,6 +48,11 @@ struct ObserveScope {
   // listed counts exactly that many consumers, they are taken as given and not listed again;
   // any other count (one added, deleted or not yet counted meanwhile) lists them as usual.
   const KnownConsumers* known_consumers = nullptr;
+  // The desired state, when the caller has one. An object whose decoded config equals its
+  // desired spec has nothing to update, so its raw_config (the server's whole config, which
+  // only an update reads) is left empty rather than held: at ten times the Large mesh that is
+  // about 30 MiB. nullptr keeps every object's raw_config.
+  const model::DesiredState* desired = nullptr;
   bool Covers(const ObservedStream& stream) const;
 };
 

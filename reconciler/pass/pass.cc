@@ -877,6 +877,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
       connect_attempt ? *std::exchange(connect_attempt, std::nullopt) : Connect(pass_id);
   observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
   scope.known_consumers = known;
+  scope.desired = &desired;  // what is as desired keeps no raw config
   Result<observers::ObservedJetStream> jetstream =
       connected.ok() ? observers::ObserveJetStream(*bus, scope)
                      : Result<observers::ObservedJetStream>(connected);
@@ -1340,8 +1341,9 @@ Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<S
   observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
   if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
   if (!bus || !bus->connected()) return Status(Errc::kUnavailable, "not connected");
-  Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(
-      *bus, named, observers::ObserveScope{model::OwnershipMark(desired.mesh)});
+  observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
+  scope.desired = &desired;
+  Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(*bus, named, scope);
   if (!jetstream.ok()) return jetstream.status();
   observed.jetstream = std::move(*jetstream);
   return observed;

@@ -330,6 +330,45 @@ TEST_CASE("known consumers are not listed again while the stream counts exactly 
   }
 }
 
+// An update reads the server's whole config (raw_config); an object exactly as desired has none
+// coming, so with the desired state in the scope only the others keep it (issue 39: at ten
+// times the Large mesh the configs held for nothing were about 30 MiB).
+TEST_CASE("with the desired state in scope, only what differs from it keeps its raw config",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  auto bus = Connect(*server);
+  std::vector<StreamSpec> streams = {SeatStream("alpha"), SeatStream("beta")};
+  std::vector<ConsumerSpec> consumers = {Worker("alpha"), Worker("beta")};
+  Create(*bus, streams, consumers);
+
+  model::DesiredState desired;
+  desired.streams = {streams[0]};  // beta is not desired at all: nothing updates it either
+  desired.consumers = {Worker("alpha"), Worker("beta")};
+  desired.consumers[1].max_deliver = 7;  // beta's worker differs from what the server holds
+  ObserveScope scope;
+  scope.desired = &desired;
+  for (const bool named : {false, true}) {
+    INFO((named ? "ObserveStreams" : "ObserveJetStream"));
+    auto observed = named ? ObserveStreams(*bus, {streams[0].name, streams[1].name}, scope)
+                          : ObserveJetStream(*bus, scope);
+    REQUIRE(observed.ok());
+    REQUIRE(observed->streams.size() == 2);
+    CHECK(observed->streams[0].config == streams[0]);
+    CHECK(observed->streams[0].raw_config.empty());  // as desired
+    CHECK_FALSE(observed->streams[1].raw_config.empty());
+    REQUIRE(observed->consumers.size() == 2);
+    CHECK(observed->consumers[0].config == consumers[0]);
+    CHECK(observed->consumers[0].raw_config.empty());  // as desired
+    CHECK(observed->consumers[1].config == consumers[1]);
+    CHECK(observed->consumers[1].raw_config.find("\"durable_name\":\"") != std::string::npos);
+  }
+  // Without a desired state, every object keeps it.
+  auto all = ObserveJetStream(*bus);
+  REQUIRE(all.ok());
+  for (const auto& s : all->streams) CHECK_FALSE(s.raw_config.empty());
+  for (const auto& c : all->consumers) CHECK_FALSE(c.raw_config.empty());
+}
+
 TEST_CASE("Observing 600 streams and a stream with 300 consumers pages through every list",
           "[observers][integration][server]") {
   auto server = StartServer();
