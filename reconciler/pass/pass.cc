@@ -335,6 +335,7 @@ struct Reconciler::Impl {
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
+  std::string last_valid_digest;                // SHA-256 of the bytes last_valid was parsed from
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
@@ -414,16 +415,23 @@ void Reconciler::Impl::NoteUpdates(PassReport& report, const PlanResult& plan) {
 }
 
 bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
-  Result<model::ParseOutcome> loaded = LoadRecords(settings.records_path, settings.bus.user);
+  std::string digest;
+  Result<std::optional<model::ParseOutcome>> loaded = LoadRecordsIfChanged(
+      settings.records_path, settings.bus.user, last_valid ? last_valid_digest : "", digest);
   if (!loaded.ok()) {
     report.records_errors.push_back("$: " + loaded.status().message());
-  } else if (!loaded->ok()) {
-    for (const model::ValidationError& e : loaded->errors) {
+  } else if (!loaded->has_value()) {
+    report.records_valid = true;  // the very bytes last_valid was parsed from
+  } else if (!(*loaded)->ok()) {
+    for (const model::ValidationError& e : (*loaded)->errors) {
       report.records_errors.push_back(e.ToString());
     }
   } else {
     report.records_valid = true;
-    if (!last_valid || !(*last_valid == loaded->records)) last_valid = std::move(loaded->records);
+    if (!last_valid || !(*last_valid == (*loaded)->records)) {
+      last_valid = std::move((*loaded)->records);
+    }
+    last_valid_digest = digest;
   }
   if (!report.records_valid && report.trigger != Trigger::kOnce) {  // the CLI prints the list
     Log(LogLevel::kWarn, report.pass_id, "records invalid",

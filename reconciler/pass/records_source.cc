@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
+#include "model/digest.h"
 #include "observers/regular_file.h"
 
 namespace mesh::reconciler {
@@ -39,10 +41,13 @@ bool SameVersion(const struct stat& a, const struct stat& b) {
          a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
-}  // namespace
+// The file's bytes, or the outcome that refuses it unread (larger than the limit).
+struct ReadOutcome {
+  std::string bytes;
+  std::optional<model::ParseOutcome> refused;
+};
 
-Result<model::ParseOutcome> LoadRecords(const std::string& path,
-                                        const std::string& reconciler_user) {
+Result<ReadOutcome> ReadRecordsFile(const std::string& path) {
   if (path.empty()) return Status(Errc::kInvalidArgument, "no records file given (--records)");
   // Without blocking: a FIFO in the records' place is refused, not waited on for ever.
   Result<observers::OpenedFile> opened = observers::OpenRegularFile(path, "records");
@@ -67,7 +72,7 @@ Result<model::ParseOutcome> LoadRecords(const std::string& path,
     outcome.errors.push_back({"$", "the file is " + std::to_string(st.st_size) +
                                        " bytes, more than the limit of " +
                                        std::to_string(model::kMaxRecordsBytes)});
-    return outcome;
+    return ReadOutcome{"", std::move(outcome)};
   }
   std::string bytes;
   bytes.resize(static_cast<size_t>(st.st_size));
@@ -87,9 +92,38 @@ Result<model::ParseOutcome> LoadRecords(const std::string& path,
       got != static_cast<size_t>(st.st_size)) {
     return Status(Errc::kUnavailable, "records " + path + " changed while being read");
   }
+  return ReadOutcome{std::move(bytes), std::nullopt};
+}
+
+model::ParseOutcome Parse(const std::string& bytes, const std::string& reconciler_user) {
   model::ParseOptions options;
   options.reconciler_user = reconciler_user;
   return model::ParseRecords(bytes, options);
+}
+
+}  // namespace
+
+Result<model::ParseOutcome> LoadRecords(const std::string& path,
+                                        const std::string& reconciler_user) {
+  Result<ReadOutcome> read = ReadRecordsFile(path);
+  if (!read.ok()) return read.status();
+  if (read->refused) return std::move(*read->refused);
+  return Parse(read->bytes, reconciler_user);
+}
+
+Result<std::optional<model::ParseOutcome>> LoadRecordsIfChanged(const std::string& path,
+                                                                const std::string& reconciler_user,
+                                                                const std::string& unchanged_from,
+                                                                std::string& digest) {
+  digest.clear();
+  Result<ReadOutcome> read = ReadRecordsFile(path);
+  if (!read.ok()) return read.status();
+  if (read->refused) return std::optional<model::ParseOutcome>(std::move(*read->refused));
+  digest = model::Sha256(read->bytes);
+  if (!unchanged_from.empty() && digest == unchanged_from) {
+    return std::optional<model::ParseOutcome>();
+  }
+  return std::optional<model::ParseOutcome>(Parse(read->bytes, reconciler_user));
 }
 
 }  // namespace mesh::reconciler

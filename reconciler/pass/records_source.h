@@ -9,6 +9,7 @@
 // Thread-safety: free function.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "model/records.h"
@@ -20,5 +21,15 @@ namespace mesh::reconciler {
 // outcome. The reconciler's own user name is reserved in the records.
 Result<model::ParseOutcome> LoadRecords(const std::string& path,
                                         const std::string& reconciler_user);
+
+// LoadRecords for a caller that keeps what it parsed (the daemon, every pass): the file is read
+// and checked the same way, and `digest` receives its bytes' SHA-256 (empty when it was not
+// read whole). When that equals `unchanged_from` (non-empty: the digest of bytes parsed
+// before), the bytes are not parsed again and the outcome is nullopt. At ten times the Large
+// mesh parsing took a tenth of the daemon's CPU in a pass; the digest, a fiftieth of it.
+Result<std::optional<model::ParseOutcome>> LoadRecordsIfChanged(const std::string& path,
+                                                                const std::string& reconciler_user,
+                                                                const std::string& unchanged_from,
+                                                                std::string& digest);
 
 }  // namespace mesh::reconciler
