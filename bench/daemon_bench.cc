@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/figures.h"
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
 #include "reconciler/pass/pass.h"
@@ -135,17 +136,6 @@ double Percentile(std::vector<double> values, double p) {
   const size_t index = std::min(
       values.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(values.size())));
   return values[index];
-}
-
-// kB from a "/proc/<pid>/status" line such as "VmRSS:     12345 kB".
-double StatusKiB(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0)
-      return std::strtod(line.c_str() + field.size() + 1, nullptr);
-  }
-  return -1;
 }
 
 void Row(const std::string& what, const std::string& value, const std::string& goal) {
@@ -338,7 +328,7 @@ int main(int argc, char** argv) {
       Row("deletion -> recreation, max",
           Fixed(*std::max_element(millis.begin(), millis.end()), "ms"), "");
       Row("daemon VmRSS, example mesh",
-          Fixed(StatusKiB(bench.daemon->pid(), "VmRSS") / 1024, "MiB"), "");
+          Fixed(mesh::testing::ProcStatusKiB(bench.daemon->pid(), "VmRSS") / 1024, "MiB"), "");
     } else {
       Row("without --store-dir: deletion -> recreation, median",
           Fixed(Percentile(millis, 50), "ms"), "");
@@ -352,9 +342,9 @@ int main(int argc, char** argv) {
     bench.Converge();
     const pid_t pid = bench.daemon->pid();
     Row(std::string("daemon VmRSS, ") + name + " mesh, converged",
-        Fixed(StatusKiB(pid, "VmRSS") / 1024, "MiB"), "");
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmRSS") / 1024, "MiB"), "");
     Row(std::string("daemon VmHWM (peak RSS), ") + name + " mesh",
-        Fixed(StatusKiB(pid, "VmHWM") / 1024, "MiB"), "");
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "");
   }
 
   // 2 (Large) and 3. The Large mesh.
@@ -373,10 +363,10 @@ int main(int argc, char** argv) {
         Fixed(std::chrono::duration<double, std::milli>(Clock::now() - pass_start).count(), "ms"),
         "");
     const pid_t pid = bench.daemon->pid();
-    Row("daemon VmRSS, Large mesh, converged", Fixed(StatusKiB(pid, "VmRSS") / 1024, "MiB"),
-        "< 40 MiB");
-    Row("daemon VmHWM (peak RSS), Large mesh", Fixed(StatusKiB(pid, "VmHWM") / 1024, "MiB"),
-        "< 40 MiB");
+    Row("daemon VmRSS, Large mesh, converged",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmRSS") / 1024, "MiB"), "< 40 MiB");
+    Row("daemon VmHWM (peak RSS), Large mesh",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "< 40 MiB");
 
     Storm(bench);
 
@@ -426,11 +416,12 @@ int main(int argc, char** argv) {
     Row("/metrics, 50 clients: errors (socket + non-2xx)", std::to_string(socket_errors + non2xx),
         "0");
     Row("forced passes completed meanwhile", std::to_string(passes.load()), "");
-    Row("daemon VmRSS after the load", Fixed(StatusKiB(pid, "VmRSS") / 1024, "MiB"), "< 40 MiB");
+    Row("daemon VmRSS after the load",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmRSS") / 1024, "MiB"), "< 40 MiB");
     // The peak over the whole run: the first pass, the storm, and the load with its forced
     // passes (the goal counts the peak wherever it comes).
-    Row("daemon VmHWM (peak RSS) after the load", Fixed(StatusKiB(pid, "VmHWM") / 1024, "MiB"),
-        "< 40 MiB");
+    Row("daemon VmHWM (peak RSS) after the load",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "< 40 MiB");
   }
   return 0;
 }

@@ -30,13 +30,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/figures.h"
 #include "bench/support/floor_loops.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
@@ -55,6 +55,7 @@ using mesh::reconciler::test::DaemonProcess;
 using mesh::testing::kBenchPassword;
 using mesh::testing::kBenchUser;
 using mesh::testing::MeshSize;
+using mesh::testing::Seconds;
 using mesh::testing::WaitFor;
 
 constexpr char kToken[] = "bench-only-admin-token-8d41f0c27a9e35";
@@ -62,31 +63,6 @@ constexpr char kToken[] = "bench-only-admin-token-8d41f0c27a9e35";
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "growth_bench: %s\n", why.c_str());
   std::exit(1);
-}
-
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-double Best(const std::vector<double>& v) {
-  return *std::min_element(v.begin(), v.end());
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// kB from a "/proc/<pid>/status" line such as "VmRSS:     12345 kB".
-double StatusKiB(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) {
-      return std::strtod(line.c_str() + field.size() + 1, nullptr);
-    }
-  }
-  return -1;
 }
 
 // A whole CLI process: its exit code, output, time from spawn to exit, and peak RSS.
@@ -278,8 +254,8 @@ Figures Measure(const std::string& name, const MeshSize& size, int repeat) {
       f.list_lanes_s.push_back(Seconds(Clock::now() - t1));
     }
   }
-  f.daemon_converged_mib = StatusKiB(daemon->pid(), "VmRSS") / 1024;
-  f.daemon_peak_mib = StatusKiB(daemon->pid(), "VmHWM") / 1024;
+  f.daemon_converged_mib = mesh::testing::ProcStatusKiB(daemon->pid(), "VmRSS") / 1024;
+  f.daemon_peak_mib = mesh::testing::ProcStatusKiB(daemon->pid(), "VmHWM") / 1024;
   if (std::getenv("MESH_GROWTH_HOLD") != nullptr) {
     // For a profiler: the converged bus, its records and the daemon stay up until the file is
     // removed.
@@ -305,21 +281,21 @@ void PrintRows(const Figures& f) {
   const std::string at = f.name + " (" + std::to_string(f.streams) + " streams, " +
                          std::to_string(f.consumers) + " consumers): ";
   const bool goals = f.name == "10x";
-  const double pass = Best(f.pass_s), list = Best(f.list_s);
+  const double pass = mesh::testing::BestOf(f.pass_s), list = mesh::testing::BestOf(f.list_s);
   char best_of[96];
   std::snprintf(best_of, sizeof best_of, "best of %zu; median %.3f s", f.pass_s.size(),
-                Median(f.pass_s));
+                mesh::testing::MedianOf(f.pass_s));
   Row(at + "converged daemon pass", Fixed(pass, "s"),
       best_of + (goals ? "; " + Ratio(pass / list, "<= 1.3 of the list floor", pass / list <= 1.3) +
                              (pass < 1 ? "; under 1 s: met" : "; under 1 s: MISSED")
                        : ""));
   std::snprintf(best_of, sizeof best_of, "best of %zu; median %.3f s", f.list_s.size(),
-                Median(f.list_s));
+                mesh::testing::MedianOf(f.list_s));
   Row(at + "floor: bare list loop, 16 in flight", Fixed(list, "s"), best_of);
   if (!f.list_lanes_s.empty()) {
-    const double lanes = Best(f.list_lanes_s);
+    const double lanes = mesh::testing::BestOf(f.list_lanes_s);
     std::snprintf(best_of, sizeof best_of, "best of %zu; median %.3f s; the pass takes %.2fx it",
-                  f.list_lanes_s.size(), Median(f.list_lanes_s), pass / lanes);
+                  f.list_lanes_s.size(), mesh::testing::MedianOf(f.list_lanes_s), pass / lanes);
     Row(at + "floor: the same, consumer lists over the lanes too", Fixed(lanes, "s"), best_of);
   }
   Row(at + "plan, whole process (best of 3)", Fixed(f.plan.seconds, "s"),
@@ -358,14 +334,17 @@ void PrintGrowth(const std::vector<Figures>& all) {
     return std::string(text);
   };
   for (const Figures& f : all) {
-    std::printf("%-6s %8zu | %-17s %-17s %-17s %-17s %-17s | %9.1f %9.1f\n", f.name.c_str(),
-                f.objects(), cell(Best(f.pass_s), Best(base->pass_s), f.objects()).c_str(),
-                cell(Best(f.list_s), Best(base->list_s), f.objects()).c_str(),
-                cell(f.plan.seconds, base->plan.seconds, f.objects()).c_str(),
-                cell(f.converge.seconds, base->converge.seconds, f.objects()).c_str(),
-                cell(f.create_floor_s, base->create_floor_s, f.objects()).c_str(),
-                std::max({f.daemon_peak_mib, f.converge.peak_mib, f.plan.peak_mib}),
-                f.daemon_converged_mib);
+    std::printf(
+        "%-6s %8zu | %-17s %-17s %-17s %-17s %-17s | %9.1f %9.1f\n", f.name.c_str(), f.objects(),
+        cell(mesh::testing::BestOf(f.pass_s), mesh::testing::BestOf(base->pass_s), f.objects())
+            .c_str(),
+        cell(mesh::testing::BestOf(f.list_s), mesh::testing::BestOf(base->list_s), f.objects())
+            .c_str(),
+        cell(f.plan.seconds, base->plan.seconds, f.objects()).c_str(),
+        cell(f.converge.seconds, base->converge.seconds, f.objects()).c_str(),
+        cell(f.create_floor_s, base->create_floor_s, f.objects()).c_str(),
+        std::max({f.daemon_peak_mib, f.converge.peak_mib, f.plan.peak_mib}),
+        f.daemon_converged_mib);
   }
 }
 

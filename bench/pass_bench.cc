@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/figures.h"
 #include "bench/support/floor_loops.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
@@ -48,19 +49,10 @@ double Millis(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-double Best(const std::vector<double>& values) {
-  return *std::min_element(values.begin(), values.end());
-}
-
 std::string BestAndMedian(const char* what, const std::vector<double>& values) {
   char text[128];
   std::snprintf(text, sizeof text, "%s (best of %zu; median %.1f)", what, values.size(),
-                Median(values));
+                mesh::testing::MedianOf(values));
   return text;
 }
 
@@ -211,7 +203,7 @@ int main(int argc, char** argv) {
   const int64_t info_requests = PerObjectInfoLoop(*bus, desired);
   const double info_ms = Millis(Clock::now() - start);
   // Best of N: on a shared machine the best time is the least disturbed one.
-  const double no_drift = Best(pass_ms), bare = Best(bare_ms);
+  const double no_drift = mesh::testing::BestOf(pass_ms), bare = mesh::testing::BestOf(bare_ms);
   rows.push_back({BestAndMedian("no-drift pass", pass_ms), no_drift, pass_requests, ""});
   rows.push_back({BestAndMedian("bare list loop, 16 in flight", bare_ms), bare, bare_requests,
                   Ratio(no_drift / bare, "pass/bare <= 1.2", no_drift / bare <= 1.2)});

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
+#include "bench/support/figures.h"
 #include "bench/support/floor_loops.h"
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
@@ -48,6 +49,7 @@ using mesh::reconciler::test::DaemonProcess;
 using mesh::reconciler::test::RunCli;
 using mesh::testing::kBenchPassword;
 using mesh::testing::kBenchUser;
+using mesh::testing::Seconds;
 using mesh::testing::WaitFor;
 
 constexpr int kCost = 10;  // bcrypt's default, what production runs
@@ -56,10 +58,6 @@ constexpr char kToken[] = "bench-only-admin-token-5c2e9a7f1b3d40";
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "restart_bench: %s\n", why.c_str());
   std::exit(1);
-}
-
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
 }
 
 void Row(const std::string& what, double seconds, const std::string& goal) {
