@@ -241,7 +241,7 @@ LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
     bus_hold_ = {std::nullopt, store.status().ToString()};
     return lease_.Unreachable(store.status().ToString());
   }
-  NoteReplicas(**store);
+  replicas_note_.Offer((*store)->replicas_note());
   LeaseState state = lease_.TryAcquireOrRenew(**store, now);
   ReadBusHold(**store, now_unix_ms);
   return state;
@@ -268,14 +268,18 @@ const BusHoldView& LeaseKeeper::CheckBusHold(natsConnection* connection, int clu
   return bus_hold_;
 }
 
-void LeaseKeeper::NoteReplicas(const KvLeaseStore& store) {
-  if (store.replicas_note().empty() || store.replicas_note() == last_replicas_note_) return;
-  last_replicas_note_ = store.replicas_note();
-  pending_replicas_note_ = store.replicas_note();
+void OnceNote::Offer(const std::string& text) {
+  if (text.empty() || text == last_) return;
+  last_ = text;
+  pending_ = text;
+}
+
+std::string OnceNote::Take() {
+  return std::exchange(pending_, {});
 }
 
 std::string LeaseKeeper::TakeReplicasNote() {
-  return std::exchange(pending_replicas_note_, {});
+  return replicas_note_.Take();
 }
 
 void LeaseKeeper::ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms) {

@@ -76,6 +76,18 @@ class KvLeaseStore : public LeaseStore {
   std::string replicas_note_;
 };
 
+// A note for the log, said once per change: Offer keeps a text that differs from the last one
+// offered (empty: nothing to say), Take hands it over once.
+class OnceNote {
+ public:
+  void Offer(const std::string& text);
+  std::string Take();
+
+ private:
+  std::string last_;
+  std::string pending_;
+};
+
 struct LeaseSettings {
   std::string identity;                  // unique per instance: NewLeaseIdentity()
   std::chrono::milliseconds ttl{60000};  // the bucket's max age when this instance creates it
@@ -116,13 +128,11 @@ class LeaseKeeper {
  private:
   Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection, int cluster_size);
   void ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms);
-  void NoteReplicas(const KvLeaseStore& store);
 
   LeaseSettings settings_;
   Lease lease_;
   BusHoldView bus_hold_{std::nullopt, "not read yet"};
-  std::string last_replicas_note_;
-  std::string pending_replicas_note_;
+  OnceNote replicas_note_;
 };
 
 // "<pod name>-<random>": $HOSTNAME (the pod name in Kubernetes), else gethostname(), and 32 bits
