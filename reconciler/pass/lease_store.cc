@@ -104,24 +104,33 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
   if (s != NATS_OK) {
     return observers::NatsError(s, std::string("lease: status of bucket ") + kLeaseBucket);
   }
-  if (!made_now) store->RaiseReplicas(static_cast<int>(kvStatus_Replicas(status.get())), wanted);
   store->ttl_ = std::chrono::milliseconds(kvStatus_TTL(status.get()) / kNanosPerMilli);
   if (store->ttl_.count() <= 0) {
     return Status(Errc::kInvalidArgument, std::string("lease: bucket ") + kLeaseBucket +
                                               " has no max age, so a dead holder never expires");
   }
+  if (!made_now) {
+    store->RaiseBucket(static_cast<int>(kvStatus_Replicas(status.get())), wanted, ttl);
+  }
   return store;
 }
 
-// A bucket made while the cluster showed fewer members (a pod started before its peers) keeps
-// the replicas it was made with. With 2 of 3, losing either member leaves its group without a
-// quorum: no entry can be read, aged out or written, and no instance can hold the lease until
-// that member is back. So an instance that counts more members raises it, never lowers it.
-void KvLeaseStore::RaiseReplicas(int has, int wanted) {
-  if (has >= wanted) return;
+// What an existing bucket may lack, raised in one update of its own configuration (never
+// lowered):
+// - replicas: a bucket made while the cluster showed fewer members (a pod started before its
+//   peers) keeps the replicas it was made with. With 2 of 3, losing either member leaves its
+//   group without a quorum: no entry can be read, aged out or written, and no instance can hold
+//   the lease until that member is back. So an instance that counts more members raises them.
+// - max age: a bucket made by an instance with a shorter time to live (an earlier release, whose
+//   time to live did not cover the request timeout; or a shorter --interval). A holder acts only
+//   while a write would end under the lease (GateForWrite), so with a max age under the time to
+//   live it wants it could act too little, or not at all. Raised, ttl() is the new max age.
+void KvLeaseStore::RaiseBucket(int has_replicas, int wanted_replicas,
+                               std::chrono::milliseconds wanted_ttl) {
+  const bool more_replicas = has_replicas < wanted_replicas;
+  const bool longer = ttl_ < wanted_ttl;
+  if (!more_replicas && !longer) return;
   const std::string stream = std::string("KV_") + kLeaseBucket;
-  const std::string what = "the lease bucket has " + std::to_string(has) + " replica(s), " +
-                           std::to_string(wanted) + " wanted";
   jsOptions options;
   jsOptions_Init(&options);
   options.Wait = timeout_.count();
@@ -131,15 +140,25 @@ void KvLeaseStore::RaiseReplicas(int has, int wanted) {
       js_GetStreamInfo(&raw_info, handles_->js.get(), stream.c_str(), &options, &error_code);
   StreamInfoPtr info(raw_info);
   if (s == NATS_OK && info->Config != nullptr) {
-    info->Config->Replicas = wanted;  // everything else as it is
+    // Everything else as it is.
+    if (more_replicas) info->Config->Replicas = wanted_replicas;
+    if (longer) info->Config->MaxAge = wanted_ttl.count() * kNanosPerMilli;
     jsStreamInfo* raw_updated = nullptr;
     s = js_UpdateStream(&raw_updated, handles_->js.get(), info->Config, &options, &error_code);
     StreamInfoPtr updated(raw_updated);
   }
-  replicas_note_ =
-      s == NATS_OK
-          ? what + ": raised"
-          : what + ": not raised: " + observers::NatsError(s, "update " + stream).message();
+  const std::string outcome =
+      s == NATS_OK ? ": raised"
+                   : ": not raised: " + observers::NatsError(s, "update " + stream).message();
+  if (more_replicas) {
+    replicas_note_ = "the lease bucket has " + std::to_string(has_replicas) + " replica(s), " +
+                     std::to_string(wanted_replicas) + " wanted" + outcome;
+  }
+  if (longer) {
+    max_age_note_ = "the lease bucket's max age is " + std::to_string(ttl_.count()) + " ms, " +
+                    std::to_string(wanted_ttl.count()) + " ms wanted" + outcome;
+    if (s == NATS_OK) ttl_ = wanted_ttl;
+  }
 }
 
 Result<uint64_t> KvLeaseStore::Write(const std::string& holder, uint64_t last_revision) {
@@ -242,6 +261,7 @@ LeaseState LeaseKeeper::Round(natsConnection* connection, int cluster_size,
     return lease_.Unreachable(store.status().ToString());
   }
   replicas_note_.Offer((*store)->replicas_note());
+  max_age_note_.Offer((*store)->max_age_note());
   LeaseState state = lease_.TryAcquireOrRenew(**store, now);
   ReadBusHold(**store, now_unix_ms);
   return state;
@@ -280,6 +300,10 @@ std::string OnceNote::Take() {
 
 std::string LeaseKeeper::TakeReplicasNote() {
   return replicas_note_.Take();
+}
+
+std::string LeaseKeeper::TakeMaxAgeNote() {
+  return max_age_note_.Take();
 }
 
 void LeaseKeeper::ReadBusHold(KvLeaseStore& store, int64_t now_unix_ms) {

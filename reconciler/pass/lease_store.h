@@ -3,8 +3,8 @@
 // lease round per pass.
 //
 // Requests: opening the bucket is one $JS.API.STREAM.INFO (plus a STREAM.CREATE when it is
-// absent, or a STREAM.INFO and a STREAM.UPDATE when it has fewer replicas than wanted); a read is
-// one $JS.API.DIRECT.GET; a write is one publish to
+// absent, or a STREAM.INFO and a STREAM.UPDATE when it has fewer replicas or a shorter max age
+// than wanted); a read is one $JS.API.DIRECT.GET; a write is one publish to
 // "$KV.mesh_reconciler_lease.holder" with the Nats-Expected-Last-Subject-Sequence header
 // (0 to create), answered by the stream's leader.
 //
@@ -32,8 +32,9 @@ class KvLeaseStore : public LeaseStore {
   // Binds to the bucket kLeaseBucket on `connection`, creating it when absent (history 1, max
   // age `ttl`, `replicas` replicas, file storage; fewer, down to one, when that many cannot be
   // placed). An existing bucket is used as it is (ttl() reports its own max age), except that
-  // one with fewer than `replicas` replicas is raised to them (never lowered). replicas_note()
-  // says when the bucket was made with fewer, raised, or could not be raised, and why.
+  // one with fewer than `replicas` replicas, or a max age under `ttl`, is raised to them (never
+  // lowered; RaiseBucket). replicas_note() says when the bucket was made with fewer replicas,
+  // raised, or could not be raised, and why; max_age_note() the same of its max age.
   static Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection,
                                                     std::chrono::milliseconds ttl, int replicas,
                                                     std::chrono::milliseconds timeout);
@@ -63,10 +64,12 @@ class KvLeaseStore : public LeaseStore {
 
   // Empty when the bucket had its replicas; else what Open found and did about it.
   const std::string& replicas_note() const { return replicas_note_; }
+  // Empty when the bucket's max age was at least the time to live wanted; else what Open did.
+  const std::string& max_age_note() const { return max_age_note_; }
 
  private:
   KvLeaseStore();
-  void RaiseReplicas(int has, int wanted);
+  void RaiseBucket(int has_replicas, int wanted_replicas, std::chrono::milliseconds wanted_ttl);
   Result<uint64_t> Write(const std::string& holder, uint64_t last_revision);
 
   struct Handles;
@@ -74,6 +77,7 @@ class KvLeaseStore : public LeaseStore {
   std::chrono::milliseconds ttl_{0};
   std::chrono::milliseconds timeout_{0};
   std::string replicas_note_;
+  std::string max_age_note_;
 };
 
 // A note for the log, said once per change: Offer keeps a text that differs from the last one
@@ -124,6 +128,8 @@ class LeaseKeeper {
   // What a round found of the bucket's replicas (raised, or why not: KvLeaseStore::Open) when
   // that changed since the last one taken; empty otherwise. For the log, once per change.
   std::string TakeReplicasNote();
+  // The same of the bucket's max age (raised to the time to live, or why not).
+  std::string TakeMaxAgeNote();
 
  private:
   Result<std::unique_ptr<KvLeaseStore>> Open(natsConnection* connection, int cluster_size);
@@ -133,6 +139,7 @@ class LeaseKeeper {
   Lease lease_;
   BusHoldView bus_hold_{std::nullopt, "not read yet"};
   OnceNote replicas_note_;
+  OnceNote max_age_note_;
 };
 
 // "<pod name>-<random>": $HOSTNAME (the pod name in Kubernetes), else gethostname(), and 32 bits

@@ -978,7 +978,8 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   Log(LogLevel::kDebug, pass_id, "pass started", {{"trigger", ToString(trigger)}});
   if (settings.lease == LeaseMode::kKv && !lease) {
     lease = std::make_unique<LeaseKeeper>(LeaseSettings{
-        NewLeaseIdentity(), LeaseTtlFor(settings.interval), settings.bus.request_timeout});
+        NewLeaseIdentity(), LeaseTtlFor(settings.interval, settings.bus.request_timeout),
+        settings.bus.request_timeout});
   }
   if (lease) report.lease.role = LeaseRole::kUnknown;
   TakeRotatedPassword(pass_id);
@@ -1163,12 +1164,17 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
 }
 
 ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
+  // A chunk is answered (or times out, perhaps carried out all the same) within the request
+  // timeout: it is sent only when it would end under the lease. A round renews the lease when
+  // one is due, or when too little of it is left for the chunk.
+  const std::chrono::milliseconds longest = settings.bus.request_timeout;
   if (bus && bus->connected() &&
-      Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval)) {
+      (Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval) ||
+       GateForWrite(lease->lease().state(), Clock::now(), longest) != JetStreamGate::kAct)) {
     LeaseRound(pass_id);
   }
   const LeaseState& state = lease->lease().state();
-  if (GateFor(state, Clock::now()) == JetStreamGate::kAct) return {};
+  if (GateForWrite(state, Clock::now(), longest) == JetStreamGate::kAct) return {};
   Log(LogLevel::kWarn, pass_id, "lease lapsed during the pass: not applying the rest",
       {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
   return {ChunkVerdict::kStop,
@@ -1426,6 +1432,9 @@ LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   NoteBusHold(pass_id, hold_before);
   if (std::string note = lease->TakeReplicasNote(); !note.empty()) {
     Log(LogLevel::kInfo, pass_id, "lease bucket", {{"replicas", note}});
+  }
+  if (std::string note = lease->TakeMaxAgeNote(); !note.empty()) {
+    Log(LogLevel::kInfo, pass_id, "lease bucket", {{"max_age", note}});
   }
   // A change of role, or a round failing for another reason than the last one: an instance
   // that cannot reach the lease says why (it starts "unknown", so a first round that fails

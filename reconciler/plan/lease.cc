@@ -26,8 +26,9 @@ std::vector<std::string> LeasePublishAllow() {
   return {LeaseSubject(), BusHoldSubject()};
 }
 
-std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval) {
-  return std::max(interval * 3 / 2, kMinimumTtl);
+std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval,
+                                      std::chrono::milliseconds request_timeout) {
+  return std::max({interval * 3 / 2, request_timeout * 4, kMinimumTtl});
 }
 
 std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval) {
@@ -158,6 +159,11 @@ std::string LeaseIdentity(std::string_view host, uint32_t random) {
 
 JetStreamGate GateFor(const LeaseState& state, LeaseClock::time_point now) {
   return MayAct(state, now) ? JetStreamGate::kAct : JetStreamGate::kUsersFileOnly;
+}
+
+JetStreamGate GateForWrite(const LeaseState& state, LeaseClock::time_point now,
+                           std::chrono::milliseconds longest_write) {
+  return GateFor(state, now + longest_write);
 }
 
 std::vector<Action> ActionsAllowed(std::vector<Action> actions, JetStreamGate gate) {

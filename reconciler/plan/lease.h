@@ -14,11 +14,17 @@
 //            it again. No clock is compared across machines.
 // Only a write that succeeded makes an instance the holder (a read may come from a lagging
 // replica); it may then act until `valid_until` = the start of that round + 3/4 of the time to
-// live, measured on its own steady clock. Every pass runs one round, and between passes every
-// instance runs one each quarter interval (LeaseRoundFor): the holder renews every quarter
-// interval, long before its entry (time to live 1.5 intervals) could age out; a standby finds
-// the key free at most a quarter interval after a dead holder's entry aged out, and its pass
-// follows at once. A holder that dies is thus replaced within 1.75 intervals.
+// live, measured on its own steady clock. A write to the bus may take up to the request timeout
+// to be answered (or to time out while the server still carries it out), so the holder starts
+// one only when it would end before `valid_until` (GateForWrite), and the time to live is at
+// least four request timeouts: a write started under the lease ends before any other instance
+// can hold it. Every pass runs one round, and between passes every instance runs one each
+// quarter interval (LeaseRoundFor): the holder renews every quarter interval, long before its
+// entry (time to live 1.5 intervals, or four request timeouts when longer) could age out; a
+// standby finds the key free at most a quarter interval after a dead holder's entry aged out,
+// and its pass follows at once. A holder that dies is thus replaced within 1.75 intervals (with
+// the default 30 s interval and 5 s request timeout; within four request timeouts and a quarter
+// interval when the interval is shorter than about 13 s).
 //
 // Deliberate extension of the contract (section 4): with the lease on, the reconciler's own user
 // also needs publish "$KV.mesh_reconciler_lease.holder" (LeasePublishAllow), the one subject its
@@ -48,11 +54,15 @@ std::string LeaseSubject();
 // The subjects the reconciler's own user must also be allowed to publish when the lease is on.
 std::vector<std::string> LeasePublishAllow();
 
-// The time to live for a pass interval: 1.5 intervals (six lease rounds, so a slow pass or a
-// slow round still renews in time), at least one second.
-std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval);
+// The time to live for a pass interval and the bus's request timeout: 1.5 intervals (six lease
+// rounds, so a slow pass or a slow round still renews in time), and at least four request
+// timeouts (a renewal and the write after it both fit in the 3/4 of it a holder may act:
+// GateForWrite), and at least one second.
+std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval,
+                                      std::chrono::milliseconds request_timeout);
 // How often an instance runs a lease round between passes: a quarter interval, at least 250 ms.
-// LeaseTtlFor(i) + LeaseRoundFor(i) <= 2 i: a dead holder is replaced within two intervals.
+// LeaseTtlFor(i, t) + LeaseRoundFor(i) <= 2 i when 4 t <= 1.5 i: a dead holder is then replaced
+// within two intervals.
 std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval);
 
 // What a lease round between passes changed: this instance became the holder, or the bus hold
@@ -163,6 +173,12 @@ std::string LeaseIdentity(std::string_view host, uint32_t random);
 // Whether a pass may act on JetStream objects.
 enum class JetStreamGate { kAct, kUsersFileOnly };
 JetStreamGate GateFor(const LeaseState& state, LeaseClock::time_point now);
+// Whether a write to JetStream may start at `now`: it is answered, or times out, within
+// `longest_write` (the request timeout), and must end while this instance still holds the
+// lease, since the server may carry out a write whose answer never came. Without a lease
+// (kOff), always.
+JetStreamGate GateForWrite(const LeaseState& state, LeaseClock::time_point now,
+                           std::chrono::milliseconds longest_write);
 
 // The actions a pass may apply under `gate`: all of them, or only the users-file actions (a
 // standby keeps its own server's users file; the JetStream objects are the holder's).

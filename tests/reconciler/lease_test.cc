@@ -164,8 +164,8 @@ TEST_CASE("Renew only while passes plan: failing, within the grace take part, af
   CHECK(ParticipationFor(kStopped, kStart, kStart + grace + milliseconds(1), grace) ==
         LeaseParticipation::kStepDown);
   // A holder that steps down at the end of its grace has released well before its entry
-  // would have aged out (the time to live is 1.5 intervals).
-  CHECK(grace + LeaseRoundFor(interval) < LeaseTtlFor(interval));
+  // would have aged out (the time to live is at least 1.5 intervals).
+  CHECK(grace + LeaseRoundFor(interval) < LeaseTtlFor(interval, seconds(5)));
 }
 
 TEST_CASE("A released lease is free at once: the other instance's next round takes it", "[lease]") {
@@ -248,7 +248,9 @@ TEST_CASE(
     "[lease]") {
   const milliseconds interval = seconds(4);
   const milliseconds round = LeaseRoundFor(interval);
-  const milliseconds ttl = LeaseTtlFor(interval);
+  // A request timeout short enough that the interval sets the time to live (4 t <= 1.5 i).
+  const milliseconds ttl = LeaseTtlFor(interval, milliseconds(1500));
+  REQUIRE(ttl == interval * 3 / 2);
   const milliseconds step = round / 8;
   for (milliseconds phase{0}; phase < round; phase += step) {
     for (milliseconds death = 3 * round; death < 7 * round; death += step) {
@@ -279,6 +281,61 @@ TEST_CASE(
       CHECK(*taken_at - death <= 2 * interval);
     }
   }
+}
+
+// Seen with three pods at --interval 2s (a 3 s time to live): the holder sent a STREAM.CREATE
+// under its lease; the server, electing leaders after a member was lost, answered nothing within
+// the request timeout, and carried it out; meanwhile the holder's entry aged out and another
+// sidecar took the lease and acted too. A write must end (answered or timed out) before anyone
+// else can hold the lease: the holder starts one only when it would end under the lease
+// (GateForWrite), and the time to live covers a renewal and such a write.
+TEST_CASE(
+    "A write started under the lease ends before another instance can hold it, however long "
+    "the server takes to answer",
+    "[lease]") {
+  const milliseconds interval = seconds(2);
+  const milliseconds timeout = seconds(5);  // the bus's request timeout (observers/bus.h)
+  const milliseconds round = LeaseRoundFor(interval);
+  const milliseconds step = round / 4;
+  for (const milliseconds ttl : {LeaseTtlFor(interval, timeout), interval * 3 / 2}) {
+    INFO("time to live " << ttl.count() << " ms");
+    int writes = 0;
+    for (milliseconds start = round; start < 3 * round + ttl; start += step) {
+      INFO("a write starts at " << start.count() << " ms");
+      FakeStore store(kStart, ttl);
+      Lease a("a-1");
+      Lease b("b-2");
+      // a renews each round until the write would start; then it is busy with the write (as a
+      // pass waiting for an answer is) and renews no more: the worst case.
+      std::optional<Clock::time_point> write_ends;
+      for (milliseconds t{0}; t <= start + 3 * ttl; t += step) {
+        store.now = kStart + t;
+        if (t < start && t % round == milliseconds(0)) a.TryAcquireOrRenew(store, store.now);
+        if (t == start && GateForWrite(a.state(), store.now, timeout) == JetStreamGate::kAct) {
+          write_ends = store.now + timeout;
+          ++writes;
+        }
+        if (t % round == milliseconds(0) && t > milliseconds(0) &&
+            b.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder) {
+          // b holds only after a's write has ended, whenever it started.
+          if (write_ends) CHECK(store.now >= *write_ends);
+          break;
+        }
+      }
+    }
+    if (ttl == LeaseTtlFor(interval, timeout)) {
+      CHECK(writes > 0);  // the holder can act: a renewal leaves room for a whole write
+    } else {
+      CHECK(writes == 0);  // a bucket's 3 s: never room for a 5 s write (raised: KvLeaseStore)
+    }
+  }
+  // Right after a renewal, a whole write fits.
+  FakeStore store(kStart, LeaseTtlFor(interval, timeout));
+  Lease a("a-1");
+  REQUIRE(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
+  CHECK(GateForWrite(a.state(), store.now + timeout, timeout) == JetStreamGate::kAct);
+  LeaseState off;
+  CHECK(GateForWrite(off, kStart, std::chrono::hours(1)) == JetStreamGate::kAct);
 }
 
 TEST_CASE("A lost answer: the entry shows our identity, and the next write renews from it",
@@ -367,17 +424,27 @@ TEST_CASE("Lease identities, time to live and the extra permission", "[lease]") 
   CHECK(LeaseIdentity("a b/c>*", 2) == "a_b_c__-00000002");
   CHECK(LeaseIdentity(std::string(100, 'x'), 3).size() == 63 + 9);
   CHECK(NewLeaseIdentity() != NewLeaseIdentity());
-  CHECK(LeaseTtlFor(seconds(30)) == seconds(45));
-  CHECK(LeaseTtlFor(milliseconds(100)) == seconds(1));
+  // The default interval and request timeout: 1.5 intervals.
+  CHECK(LeaseTtlFor(seconds(30), seconds(5)) == seconds(45));
+  // A short interval: four request timeouts.
+  CHECK(LeaseTtlFor(seconds(2), seconds(5)) == seconds(20));
+  CHECK(LeaseTtlFor(milliseconds(100), milliseconds(100)) == seconds(1));
   CHECK(LeaseRoundFor(seconds(30)) == milliseconds(7500));
   CHECK(LeaseRoundFor(milliseconds(100)) == milliseconds(250));
-  // A dead holder's entry ages out within the time to live; a standby's next round (at most
-  // one round later) finds the key free: within two intervals, for every interval of 1 s up.
   for (const auto interval : {seconds(1), seconds(2), seconds(5), seconds(30), seconds(3600)}) {
-    INFO(interval.count() << " s");
-    CHECK(LeaseTtlFor(interval) + LeaseRoundFor(interval) <= 2 * interval);
-    // The holder renews several times within one time to live.
-    CHECK(LeaseTtlFor(interval) >= 4 * LeaseRoundFor(interval));
+    for (const milliseconds timeout :
+         {milliseconds(250), milliseconds(1000), milliseconds(5000), milliseconds(30000)}) {
+      INFO(interval.count() << " s, request timeout " << timeout.count() << " ms");
+      const milliseconds ttl = LeaseTtlFor(interval, timeout);
+      // A dead holder's entry ages out within the time to live; a standby's next round (at
+      // most one round later) finds the key free: within two intervals whenever the interval
+      // sets the time to live, else within it and a round.
+      if (4 * timeout <= interval * 3 / 2) CHECK(ttl + LeaseRoundFor(interval) <= 2 * interval);
+      // The holder renews several times within one time to live.
+      CHECK(ttl >= 4 * LeaseRoundFor(interval));
+      // A renewal and a write, each up to a request timeout, fit in what a holder may act.
+      CHECK(2 * timeout <= ttl * 3 / 4);
+    }
   }
   CHECK(LeasePublishAllow() == std::vector<std::string>{"$KV.mesh_reconciler_lease.holder",
                                                         "$KV.mesh_reconciler_lease.hold"});
@@ -473,6 +540,46 @@ TEST_CASE("Two instances compete for the KV lease: one holds, renews, and is rep
   LeaseState back = a.Round();
   CHECK(back.role == LeaseRole::kStandby);
   CHECK(back.holder == "pod-b-0000000b");
+}
+
+// A bucket made by an earlier release (a time to live of 1.5 intervals, under the request
+// timeout with a short --interval) would leave a holder no room for a write (GateForWrite): an
+// instance that wants a longer time to live raises the bucket's max age, in place, never
+// lowering it, and says so once.
+TEST_CASE("A lease bucket with a shorter max age than the time to live is raised, never lowered",
+          "[lease][integration][server]") {
+  mesh::testing::NatsServerOptions options;
+  options.users_conf = mesh::testing::ReconcilerUsersConf(LeasePublishAllow());
+  auto server = mesh::testing::NatsServer::Start(options);
+  Instance earlier(*server, "pod-a-0000000a", milliseconds(1500));
+  LeaseState first = earlier.Round();
+  INFO(first.error);
+  REQUIRE(first.role == LeaseRole::kHolder);
+  REQUIRE(BucketConfig(*server)["max_age"].GetInt64() == 1500LL * 1'000'000);
+  CHECK(earlier.keeper.TakeMaxAgeNote().empty());
+
+  constexpr milliseconds kWanted{8000};
+  Instance now(*server, "pod-b-0000000b", kWanted);
+  const Clock::time_point before = Clock::now();
+  LeaseState second = now.Round();
+  INFO(second.error);
+  CHECK(second.role == LeaseRole::kStandby);  // the entry's holder is still the other
+  CHECK(BucketConfig(*server)["max_age"].GetInt64() == kWanted.count() * 1'000'000);
+  CHECK(now.keeper.TakeMaxAgeNote() ==
+        "the lease bucket's max age is 1500 ms, 8000 ms wanted: raised");
+  CHECK(now.keeper.TakeMaxAgeNote().empty());  // said once
+
+  // The earlier instance's next round renews with the bucket's max age as it is now: it may act
+  // for 3/4 of 8 s, room for a write of its 2 s request timeout.
+  LeaseState renewed = earlier.Round();
+  REQUIRE(renewed.role == LeaseRole::kHolder);
+  CHECK(renewed.valid_until >= before + kWanted * 3 / 4);
+  CHECK(GateForWrite(renewed, Clock::now(), seconds(2)) == JetStreamGate::kAct);
+  // Never lowered, and nothing to say.
+  CHECK(BucketConfig(*server)["max_age"].GetInt64() == kWanted.count() * 1'000'000);
+  CHECK(earlier.keeper.TakeMaxAgeNote().empty());
+  now.Round();
+  CHECK(now.keeper.TakeMaxAgeNote().empty());
 }
 
 TEST_CASE("Without the extra publish permission the lease cannot be held",
