@@ -551,22 +551,26 @@ TEST_CASE("A lease bucket with a shorter max age than the time to live is raised
   mesh::testing::NatsServerOptions options;
   options.users_conf = mesh::testing::ReconcilerUsersConf(LeasePublishAllow());
   auto server = mesh::testing::NatsServer::Start(options);
-  Instance earlier(*server, "pod-a-0000000a", milliseconds(1500));
+  // Both connected first: between the earlier instance's round and the other's only the
+  // bucket's configuration is read, far within the earlier entry's 3 s, so that entry still
+  // names its holder when the other rounds.
+  constexpr milliseconds kEarlier{3000};  // the old time to live of --interval 2s
+  constexpr milliseconds kWanted{8000};
+  Instance earlier(*server, "pod-a-0000000a", kEarlier);
+  Instance now(*server, "pod-b-0000000b", kWanted);
   LeaseState first = earlier.Round();
   INFO(first.error);
   REQUIRE(first.role == LeaseRole::kHolder);
-  REQUIRE(BucketConfig(*server)["max_age"].GetInt64() == 1500LL * 1'000'000);
+  REQUIRE(BucketConfig(*server)["max_age"].GetInt64() == kEarlier.count() * 1'000'000);
   CHECK(earlier.keeper.TakeMaxAgeNote().empty());
 
-  constexpr milliseconds kWanted{8000};
-  Instance now(*server, "pod-b-0000000b", kWanted);
   const Clock::time_point before = Clock::now();
   LeaseState second = now.Round();
   INFO(second.error);
   CHECK(second.role == LeaseRole::kStandby);  // the entry's holder is still the other
   CHECK(BucketConfig(*server)["max_age"].GetInt64() == kWanted.count() * 1'000'000);
   CHECK(now.keeper.TakeMaxAgeNote() ==
-        "the lease bucket's max age is 1500 ms, 8000 ms wanted: raised");
+        "the lease bucket's max age is 3000 ms, 8000 ms wanted: raised");
   CHECK(now.keeper.TakeMaxAgeNote().empty());  // said once
 
   // The earlier instance's next round renews with the bucket's max age as it is now: it may act
