@@ -3,17 +3,9 @@
 // clock and does no I/O.
 #include "reconciler/pass/pass.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <future>
 #include <map>
@@ -31,6 +23,7 @@
 #include "observers/store_folder.h"
 #include "observers/users_file.h"
 #include "reconciler/base/log.h"
+#include "reconciler/pass/hash_job.h"
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/records_source.h"
 
@@ -105,17 +98,6 @@ class DeletionClock {
   std::map<std::string, Burst, std::less<>> bursts_ GUARDED_BY(mutex_);
 };
 
-// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
-// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
-// still goes to hashing, so on an idle machine it takes no longer. Linux keeps the nice value
-// per thread and a new thread inherits it, so HashAll's helpers run at it too.
-constexpr int kHashingNice = 19;
-
-// The calling thread's nice value set to kHashingNice; false (nothing changed) if refused.
-bool LowerThisThreadsPriority() {
-  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kHashingNice) == 0;
-}
-
 // The users file first, then the server: a load time read after the file cannot miss a reload.
 observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
   observers::ObservedState observed;
@@ -136,72 +118,6 @@ Status ServerReady(const observers::ObservedServer& server) {
   if (!server.monitor_configured || server.ready) return Status::Ok();
   return Status(Errc::kUnavailable, "server not ready: " + server.not_ready_reason);
 }
-
-// Background hashing waits while a pass changes streams and consumers. Its threads run at
-// kHashingNice, but a nice value only weighs against threads of the same cgroup, and on 2 cores
-// even nice 19 hashing slowed the creations of an empty-store restore (restart_bench: 3.6 s
-// instead of 2.8 s until every stream and consumer was back); in a pod nats-server is another
-// container, where nice counts for nothing. So a pass holds this gate while it applies
-// JetStream actions (ChangesJetStream), and a hashing thread that has finished its current
-// password waits until no pass holds it (or the job is cancelled). Not for the whole pass: a
-// client forcing passes back to back while it polls for convergence kept the hashing waiting
-// (in one loaded run, 4 passwords at cost 12 took 14.5 s while 454 such passes ran, and a
-// daemon test timed out), and a pass that changes nothing has no creations to protect.
-class PassGate {
- public:
-  void Hold() EXCLUDES(mutex_) {
-    MutexLock lock(mutex_);
-    ++holders_;
-  }
-  void Release() EXCLUDES(mutex_) {
-    {
-      MutexLock lock(mutex_);
-      --holders_;
-    }
-    changed_.notify_all();
-  }
-  // After a job's `cancelled` is set: taking the mutex first, a waiter is either before its
-  // check (and sees it) or already waiting (and is woken).
-  void Wake() EXCLUDES(mutex_) {
-    { MutexLock lock(mutex_); }
-    changed_.notify_all();
-  }
-  void WaitWhileHeld(const std::atomic<bool>& cancelled) EXCLUDES(mutex_) {
-    MutexLock lock(mutex_);
-    changed_.wait(lock.native(),
-                  [&]() REQUIRES(mutex_) { return holders_ == 0 || cancelled.load(); });
-  }
-
- private:
-  Mutex mutex_;
-  std::condition_variable changed_;
-  int holders_ GUARDED_BY(mutex_) = 0;
-};
-
-// A hold on the gate for a scope (an apply).
-class PassGateHold {
- public:
-  explicit PassGateHold(PassGate& gate) : gate_(gate) { gate_.Hold(); }
-  ~PassGateHold() { gate_.Release(); }
-  PassGateHold(const PassGateHold&) = delete;
-  PassGateHold& operator=(const PassGateHold&) = delete;
-
- private:
-  PassGate& gate_;
-};
-
-// The hashing of new and changed passwords on its own threads (the daemon). The job owns the
-// hasher while it runs; the pass takes it back, with the rendering, once `finished` is set.
-struct HashJob {
-  model::Records from;          // the records `desired` was derived from
-  model::DesiredState desired;  // what it renders
-  std::unique_ptr<model::BcryptHasher> hasher;
-  std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`
-  std::atomic<bool> finished{false};
-  std::atomic<bool> cancelled{false};
-  std::atomic<int64_t> pending{0};
-  std::thread thread;
-};
 
 // The streams the mesh desires or marks, and the consumers it knows on them.
 std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
@@ -723,41 +639,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
        {"nice", kHashingNice},
        {"own_entry_first", users_state == UsersFile::kInterim}});
   if (background->progress) background->progress(total);
-  HashJob* j = job.get();
-  PassGate* passes = &gate;  // joined by StopHashJob before the gate goes
-  const BackgroundHashing hooks = *background;
-  job->thread = std::thread([j, passes, hooks, pass_id, total, scope = settings.users_scope] {
-    if (!LowerThisThreadsPriority()) {
-      Log(LogLevel::kWarn, pass_id, "hashing at normal priority: setpriority refused",
-          {{"error", std::strerror(errno)}});
-    }
-    const auto started = Clock::now();
-    size_t logged_tenth = 0;
-    // Called after each password (by one hashing thread at a time; the others wait for it).
-    auto progress = [&](size_t done, size_t all) {
-      passes->WaitWhileHeld(j->cancelled);
-      j->pending.store(static_cast<int64_t>(all - done));
-      if (hooks.progress) hooks.progress(static_cast<int64_t>(all - done));
-      const size_t tenth = done * 10 / all;
-      if (tenth > logged_tenth) {
-        logged_tenth = tenth;
-        Log(LogLevel::kInfo, pass_id, "hashing passwords", {{"done", done}, {"total", all}});
-      }
-      return !j->cancelled.load();
-    };
-    j->result = model::RenderUsersFileCached(j->desired, *j->hasher, scope, progress);
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.3f",
-                  std::chrono::duration<double>(Clock::now() - started).count());
-    Log(j->result->ok() ? LogLevel::kInfo : LogLevel::kWarn, pass_id, "hashing finished",
-        {{"hashed", total},
-         {"seconds", seconds},
-         {"error", j->result->ok() ? "" : j->result->status().ToString()}});
-    j->pending.store(0);
-    if (hooks.progress) hooks.progress(0);
-    j->finished.store(true);
-    if (!j->cancelled.load() && hooks.ready) hooks.ready();
-  });
+  StartHashThread(*job, gate, *background, pass_id, settings.users_scope);
   return true;
 }
 
@@ -780,25 +662,11 @@ bool Reconciler::Impl::CollectHashJob(PassReport& report) {
 }
 
 void Reconciler::Impl::StopHashJob() {
-  if (!job) return;
-  job->cancelled.store(true);
-  gate.Wake();
-  if (job->thread.joinable()) job->thread.join();
-  job.reset();
+  mesh::reconciler::StopHashJob(job, gate);
 }
 
 HashingStop Reconciler::Impl::StopHashJobWithin(std::chrono::milliseconds wait) {
-  if (!job) return HashingStop::kStopped;
-  job->cancelled.store(true);
-  gate.Wake();
-  // Each hashing thread stops after the password under way; `finished` follows the last.
-  const Clock::time_point deadline = Clock::now() + wait;
-  while (!job->finished.load() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (!job->finished.load()) return HashingStop::kStillRunning;
-  StopHashJob();
-  return HashingStop::kStopped;
+  return mesh::reconciler::StopHashJobWithin(job, gate, wait);
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {

@@ -1,0 +1,114 @@
+// The daemon's background hashing of new and changed passwords, and the gate that holds it
+// while a pass applies streams and consumers.
+//
+// Thread-safety: PassGate is safe from any thread. A HashJob is started, collected and stopped
+// by the pass's thread only; while it runs, its hashing threads write `result`, `pending` and
+// `finished` (atomics, and `result` before `finished`) and read `cancelled`; `from`, `desired`
+// and `hasher` are the job's until `finished` (or until StopHashJob has joined it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "model/desired.h"
+#include "model/records.h"
+#include "model/result.h"
+#include "model/thread_safety.h"
+#include "model/users_file.h"
+#include "reconciler/pass/pass.h"
+
+namespace mesh::reconciler {
+
+// Background hashing runs at the lowest CPU priority: the repairs, the probes and the metrics
+// the daemon serves meanwhile come first, and so does a server sharing the cores. Unused CPU
+// still goes to hashing, so on an idle machine it takes no longer. Linux keeps the nice value
+// per thread and a new thread inherits it, so HashAll's helpers run at it too.
+inline constexpr int kHashingNice = 19;
+
+// Background hashing waits while a pass changes streams and consumers. Its threads run at
+// kHashingNice, but a nice value only weighs against threads of the same cgroup, and on 2 cores
+// even nice 19 hashing slowed the creations of an empty-store restore (restart_bench: 3.6 s
+// instead of 2.8 s until every stream and consumer was back); in a pod nats-server is another
+// container, where nice counts for nothing. So a pass holds this gate while it applies
+// JetStream actions (ChangesJetStream), and a hashing thread that has finished its current
+// password waits until no pass holds it (or the job is cancelled). Not for the whole pass: a
+// client forcing passes back to back while it polls for convergence kept the hashing waiting
+// (in one loaded run, 4 passwords at cost 12 took 14.5 s while 454 such passes ran, and a
+// daemon test timed out), and a pass that changes nothing has no creations to protect.
+class PassGate {
+ public:
+  void Hold() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    ++holders_;
+  }
+  void Release() EXCLUDES(mutex_) {
+    {
+      MutexLock lock(mutex_);
+      --holders_;
+    }
+    changed_.notify_all();
+  }
+  // After a job's `cancelled` is set: taking the mutex first, a waiter is either before its
+  // check (and sees it) or already waiting (and is woken).
+  void Wake() EXCLUDES(mutex_) {
+    { MutexLock lock(mutex_); }
+    changed_.notify_all();
+  }
+  void WaitWhileHeld(const std::atomic<bool>& cancelled) EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    changed_.wait(lock.native(),
+                  [&]() REQUIRES(mutex_) { return holders_ == 0 || cancelled.load(); });
+  }
+
+ private:
+  Mutex mutex_;
+  std::condition_variable changed_;
+  int holders_ GUARDED_BY(mutex_) = 0;
+};
+
+// A hold on the gate for a scope (an apply).
+class PassGateHold {
+ public:
+  explicit PassGateHold(PassGate& gate) : gate_(gate) { gate_.Hold(); }
+  ~PassGateHold() { gate_.Release(); }
+  PassGateHold(const PassGateHold&) = delete;
+  PassGateHold& operator=(const PassGateHold&) = delete;
+
+ private:
+  PassGate& gate_;
+};
+
+// The hashing of new and changed passwords on its own threads (the daemon). The job owns the
+// hasher while it runs; the pass takes it back, with the rendering, once `finished` is set.
+struct HashJob {
+  model::Records from;          // the records `desired` was derived from
+  model::DesiredState desired;  // what it renders
+  std::unique_ptr<model::BcryptHasher> hasher;
+  std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`
+  std::atomic<bool> finished{false};
+  std::atomic<bool> cancelled{false};
+  std::atomic<int64_t> pending{0};
+  std::thread thread;
+};
+
+// Starts `job`'s thread: it renders `job.desired` with `job.hasher` at kHashingNice, waiting on
+// `passes` after each password, and calls `hooks` (progress after each password, ready at the
+// end unless cancelled). `job.pending` must hold the passwords to hash. `passes` must outlive
+// the thread (StopHashJob joins it).
+void StartHashThread(HashJob& job, PassGate& passes, BackgroundHashing hooks, uint64_t pass_id,
+                     model::UsersScope scope);
+
+// Cancels the job, wakes its threads and joins it; `job` is then empty. Nothing when empty.
+void StopHashJob(std::unique_ptr<HashJob>& job, PassGate& passes);
+
+// Cancels the job and waits up to `wait` for the hashes under way: kStillRunning leaves `job`
+// as it is (its threads still hash), kStopped has joined and emptied it.
+HashingStop StopHashJobWithin(std::unique_ptr<HashJob>& job, PassGate& passes,
+                              std::chrono::milliseconds wait);
+
+}  // namespace mesh::reconciler
