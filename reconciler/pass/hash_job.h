@@ -61,14 +61,22 @@ class PassGate {
   }
   void WaitWhileHeld(const std::atomic<bool>& cancelled) EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
+    ++waiting_;
     changed_.wait(lock.native(),
                   [&]() REQUIRES(mutex_) { return holders_ == 0 || cancelled.load(); });
+    --waiting_;
+  }
+  // Threads in WaitWhileHeld now (held back, or about to find the gate open).
+  int waiting() const EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    return waiting_;
   }
 
  private:
-  Mutex mutex_;
+  mutable Mutex mutex_;
   std::condition_variable changed_;
   int holders_ GUARDED_BY(mutex_) = 0;
+  int waiting_ GUARDED_BY(mutex_) = 0;
 };
 
 // A hold on the gate for a scope (an apply).

@@ -456,12 +456,12 @@ TEST_CASE("background hashing runs at the lowest CPU priority, the pass at its o
 // Issue 12: nice 19 did not keep the hashing off the creations of an empty-store restore (2.8 s
 // became 3.6 s on 2 cores with every password hashed again), and a nice value counts for nothing
 // against nats-server in another container. Hashing now waits while a pass applies streams and
-// consumers. A first pass on a fresh bus starts the job, then creates the Medium mesh (about a
-// second); at cost 12 a password takes about 0.2 s, longer than the pass's steps before apply,
-// so while the pass runs at most one password per hashing thread is reported done (those that
-// finish as the apply ends). Without the wait it was 3 in two runs on 2 cores, where nice 19
-// alone keeps much of the hashing off: the bound is tight.
-TEST_CASE("background hashing waits while a pass applies, and goes on after it",
+// consumers: hash_job_test shows the gate's promise without a server or a clock. Here, end to
+// end: a first pass on a fresh bus starts the job, then creates the Medium mesh while the job is
+// pending, and the job goes on once the pass is over. (This case used to bound the passwords
+// reported while the whole pass ran by the hashing threads' count; under load the steps before
+// apply took longer than a password, more finished before the gate was held, and it failed.)
+TEST_CASE("background hashing pending through a creating pass goes on after it",
           "[pass][integration][server]") {
   LiveMesh mesh{
       mesh::testing::ToJson(mesh::testing::GenerateMesh(mesh::testing::MeshSize::Medium()))};
@@ -470,12 +470,11 @@ TEST_CASE("background hashing waits while a pass applies, and goes on after it",
   settings.other_costs = model::OtherCostHashes::kRehash;
   const std::thread::id pass_thread = std::this_thread::get_id();
   std::atomic<bool> in_pass{false};
-  std::atomic<int> during_pass{0};  // progress calls of the job while the pass ran
-  std::atomic<int> after_pass{0};
+  std::atomic<int> after_pass{0};  // progress calls of the job once the pass was over
   BackgroundHashing hooks;
   hooks.progress = [&](int64_t) {
-    if (std::this_thread::get_id() == pass_thread) return;
-    ++(in_pass.load() ? during_pass : after_pass);
+    if (std::this_thread::get_id() == pass_thread || in_pass.load()) return;
+    ++after_pass;
   };
   Reconciler reconciler(settings, nullptr, hooks);
   in_pass.store(true);
@@ -485,9 +484,8 @@ TEST_CASE("background hashing waits while a pass applies, and goes on after it",
   REQUIRE(first.status.ok());
   CHECK(first.remaining.empty());  // every stream and consumer created meanwhile
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  REQUIRE(first.credentials_pending > 2 * threads);  // else the bound below says nothing
-  CHECK(during_pass.load() <= threads);
-  // And it goes on once the pass is over (the Reconciler's end cancels the rest).
+  REQUIRE(first.credentials_pending > 2 * threads);
+  // It goes on once the pass is over (the Reconciler's end cancels the rest).
   CHECK(WaitFor([&] { return after_pass.load() > threads; }));
 }
 
