@@ -19,84 +19,17 @@
 #include "model/users_file.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
-#include "observers/server_version.h"
-#include "observers/store_folder.h"
 #include "observers/users_file.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/hash_job.h"
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/records_source.h"
+#include "reconciler/pass/recreation_wait.h"
 
 namespace mesh::reconciler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Recreating a stream deleted since the last observation (WaitForRemovedStores): how long to
-// wait at most for the server to stop naming its old store (or for deletion advisories to stop
-// coming), how often to look, and the settle after the last deletion advisory where the server
-// cannot tell.
-constexpr auto kRemovalWait = std::chrono::seconds(5);
-constexpr auto kRemovalPoll = std::chrono::milliseconds(2);
-constexpr auto kRemovalSettle = std::chrono::milliseconds(200);
-// On 2.9 the folder goes with every consumer's in it (their own deletion leaves them to the
-// stream's): 3,000 consumers took 430 ms after the last advisory here (ext4, 2 cores), so the
-// settle grows by a millisecond per consumer the old stream had, about 7x that, up to a bound.
-constexpr auto kRemovalSettlePerConsumer = std::chrono::milliseconds(1);
-constexpr auto kRemovalSettleMax = std::chrono::seconds(10);
-
-// When each stream was last named by a deletion advisory (DeletionNamed), as received, and how
-// many of its consumers' deletions came in that burst (advisories less than kRemovalSettle
-// apart): the settle before recreating a deleted stream counts from the last one and grows
-// with the consumers (a stream being deleted deletes each consumer first, an advisory each).
-// Streams outside the last pass's scope are not kept (a foreign client's ephemerals come and go
-// all day); before any scope, at most kMaxTracked, the oldest dropped first. Thread-safe:
-// written on the cnats thread, read by the pass.
-class DeletionClock {
- public:
-  struct Burst {
-    Clock::time_point last;
-    size_t consumers = 0;  // consumer deletions in the burst
-  };
-  void SetScope(std::shared_ptr<const AdvisoryScope> scope) {
-    MutexLock lock(mutex_);
-    scope_ = std::move(scope);
-    std::erase_if(bursts_,
-                  [&](const auto& entry) REQUIRES(mutex_) { return !InScope(entry.first); });
-  }
-  void Note(const DeletionAdvisory& advisory, Clock::time_point at) {
-    MutexLock lock(mutex_);
-    if (!InScope(advisory.stream)) return;
-    auto it = bursts_.find(advisory.stream);
-    if (it == bursts_.end()) {
-      if (bursts_.size() >= kMaxTracked) {
-        bursts_.erase(std::min_element(
-            bursts_.begin(), bursts_.end(),
-            [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
-      }
-      it = bursts_.emplace(std::string(advisory.stream), Burst{at, 0}).first;
-    } else if (at - it->second.last > kRemovalSettle) {
-      it->second.consumers = 0;  // a new burst
-    }
-    it->second.last = at;
-    if (advisory.consumer) ++it->second.consumers;
-  }
-  std::optional<Burst> Last(std::string_view stream) const {
-    MutexLock lock(mutex_);
-    auto it = bursts_.find(stream);
-    if (it == bursts_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  static constexpr size_t kMaxTracked = 1024;
-  bool InScope(std::string_view stream) const REQUIRES(mutex_) {
-    return scope_ == nullptr || scope_->streams.count(stream) != 0;
-  }
-  mutable Mutex mutex_;
-  std::shared_ptr<const AdvisoryScope> scope_ GUARDED_BY(mutex_);  // null before a pass
-  std::map<std::string, Burst, std::less<>> bursts_ GUARDED_BY(mutex_);
-};
 
 // The users file first, then the server: a load time read after the file cannot miss a reload.
 observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
@@ -171,23 +104,13 @@ struct Reconciler::Impl {
   void StopHashJob();
   HashingStop StopHashJobWithin(std::chrono::milliseconds wait);
   Status Connect(uint64_t pass_id);
+  // The server's id for `bus`'s connection; nullopt when there is none.
+  std::optional<uint64_t> BusClientId() const { return bus ? bus->client_id() : std::nullopt; }
   // `readiness` is set to kNotReady when the gate stopped the observation.
   // `known`: consumers already known from this pass's acknowledged creations (ObserveScope).
   Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate,
                                            ServerReadiness* readiness = nullptr,
                                            const observers::KnownConsumers* known = nullptr);
-  // Before recreating a stream that the previous observation saw (deleted since), waits until
-  // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
-  // the caller observes and plans again.
-  bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
-                            const PlanResult& plan);
-  void RememberStreams(const observers::ObservedState& observed);
-  // With --store-dir, on a standalone server: the folder of the account's streams there, once
-  // checked to be this server's (it holds a stream the last observation saw, other than
-  // `recreated`); nullopt (logged) when it cannot be used.
-  std::optional<std::string> StoreFolderToWatch(uint64_t pass_id,
-                                                const observers::ObservedServer& server,
-                                                const std::vector<std::string>& recreated);
   // The named streams alone, before (or, for kRepair, instead of) the whole account: observed
   // with one info request each, planned (PlanStreams), waited for (WaitForRemovedStores) and
   // repaired, when the server is ready and this instance may act on JetStream. Fills
@@ -240,14 +163,10 @@ struct Reconciler::Impl {
   std::optional<model::DigestKey> previous_key;
   Mutex rotation_mutex;
   std::optional<std::string> rotated_password GUARDED_BY(rotation_mutex);
-  // Shared with the event sink given to the bus, which cnats may call until the bus is gone.
-  std::shared_ptr<DeletionClock> deletions = std::make_shared<DeletionClock>();
+  RecreationWait recreation{settings};
   std::unique_ptr<observers::BusConnection> bus;
   int64_t requests_before = 0;         // bus->requests_sent() when this pass began using the bus
   int64_t lane_failures_reported = 0;  // bus->lane_failures().count as a pass last reported it
-  // The account of `bus`'s connection (/connz), once a recreation needed it (StoreFolderToWatch).
-  std::optional<std::string> bus_account;
-  bool store_dir_parent_logged = false;  // StoreFolderToWatch's warning, once
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
@@ -255,9 +174,8 @@ struct Reconciler::Impl {
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
-  std::unique_ptr<LeaseKeeper> lease;         // with --lease
-  Clock::time_point last_lease_round{};       // when LeaseRound last ran
-  std::map<StreamName, size_t> seen_streams;  // in the last observation: their consumers
+  std::unique_ptr<LeaseKeeper> lease;    // with --lease
+  Clock::time_point last_lease_round{};  // when LeaseRound last ran
   int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
@@ -680,8 +598,8 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
   if (bus && bus->connected()) return Status::Ok();
   observers::EventSink sink;
   if (events) {
-    sink = [forward = events, deletions = deletions](observers::BusEvent event,
-                                                     const std::string& subject) {
+    sink = [forward = events, deletions = recreation.deletions()](observers::BusEvent event,
+                                                                  const std::string& subject) {
       if (event == observers::BusEvent::kAdvisory) {
         if (std::optional<DeletionAdvisory> deletion = DeletionNamed(subject)) {
           deletions->Note(*deletion, Clock::now());
@@ -708,7 +626,7 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
   bus = std::move(*connected);
   requests_before = 0;
   lane_failures_reported = 0;
-  bus_account.reset();
+  recreation.ForgetAccount();
   Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
   if (events) {
     if (Status s = bus->SubscribeAdvisories(); !s.ok()) {
@@ -910,7 +828,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   report.server_version = observed->server.version;
   report.unhealthy = UnhealthyOf(*observed);
   report.advisory_scope = ScopeOf(desired, *observed);
-  deletions->SetScope(report.advisory_scope);
+  recreation.deletions()->SetScope(report.advisory_scope);
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).
@@ -932,7 +850,8 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   }
   report.plan = Plan(desired, rendered, *observed, options);
   NoteUnhashed(report);
-  if (mode == ApplyMode::kApply && WaitForRemovedStores(pass_id, *observed, report.plan)) {
+  if (mode == ApplyMode::kApply &&
+      recreation.WaitForRemovedStores(pass_id, *observed, report.plan, BusClientId())) {
     observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
     if (!observed.ok()) {
       report.status = observed.status();
@@ -943,7 +862,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     report.unhealthy = UnhealthyOf(*observed);
     report.plan = Plan(desired, rendered, *observed, options);
   }
-  RememberStreams(*observed);
+  recreation.RememberStreams(*observed);
   if (mode == ApplyMode::kApply) ReviewContests(report, report.plan);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
@@ -980,7 +899,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
       report.status =
           Status(after.status().code(), "observing after apply: " + after.status().message());
     } else {
-      RememberStreams(*after);
+      recreation.RememberStreams(*after);
       PlanResult again = Plan(desired, rendered, *after, options);
       contests.Annotate(&again.drift, Clock::now());
       report.remaining = std::move(again.drift);
@@ -1049,174 +968,6 @@ ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
           std::string("this instance no longer holds the lease (") + ToString(state.role) + ")"};
 }
 
-void Reconciler::Impl::RememberStreams(const observers::ObservedState& observed) {
-  seen_streams.clear();
-  for (const observers::ObservedStream& s : observed.jetstream.streams) {
-    seen_streams.emplace(s.config.name, 0);
-  }
-  for (const observers::ObservedConsumer& c : observed.jetstream.consumers) {
-    if (auto it = seen_streams.find(c.config.stream); it != seen_streams.end()) ++it->second;
-  }
-}
-
-std::optional<std::string> Reconciler::Impl::StoreFolderToWatch(
-    uint64_t pass_id, const observers::ObservedServer& server,
-    const std::vector<std::string>& recreated) {
-  if (settings.store_dir.empty()) return std::nullopt;
-  auto unusable = [&](const std::string& why) -> std::optional<std::string> {
-    Log(LogLevel::kWarn, pass_id, "--store-dir not used for this recreation; settling instead",
-        {{"reason", why}});
-    return std::nullopt;
-  };
-  if (!server.reachable) return unusable("the monitoring endpoint (--monitor) is unreachable");
-  if (!bus_account) {
-    const std::optional<uint64_t> cid = bus ? bus->client_id() : std::nullopt;
-    if (!cid) return unusable("not connected to the bus");
-    Result<std::string> account = observers::ObserveConnectionAccount(settings.monitor_url, *cid,
-                                                                      settings.bus.request_timeout);
-    if (!account.ok()) return unusable("the connection's account: " + account.status().ToString());
-    bus_account = *account;
-  }
-  // Inspected again at each use: a folder with no layout at start gets it at the first stream.
-  Result<observers::StoreDir> store = observers::InspectStoreDir(settings.store_dir);
-  if (!store.ok()) return unusable(store.status().message());
-  if (store->layout == observers::StoreDirLayout::kPrintedFolder && !store_dir_parent_logged) {
-    store_dir_parent_logged = true;  // the CLI logs it at start when it can already tell
-    Log(LogLevel::kWarn, pass_id,
-        "--store-dir is the folder nats-server prints as its Store Directory; using its parent "
-        "(give the parent to silence this)",
-        {{"given", settings.store_dir}, {"store_dir", store->path}});
-  }
-  const std::string folder = observers::StreamsFolder(store->path, *bus_account);
-  if (std::find(store->accounts.begin(), store->accounts.end(), *bus_account) ==
-      store->accounts.end()) {
-    std::string found;
-    for (const std::string& a : store->accounts) found += (found.empty() ? "" : ", ") + a;
-    return unusable("expected the streams of account " + *bus_account + " at " + folder +
-                    "; the store holds " +
-                    (found.empty() ? std::string("no account's streams") : "accounts " + found));
-  }
-  std::vector<StreamName> others;
-  for (const auto& [name, consumers] : seen_streams) {
-    if (std::find(recreated.begin(), recreated.end(), name.str()) == recreated.end()) {
-      others.push_back(name);
-    }
-  }
-  if (Status mine = observers::CheckStreamsFolder(folder, others); !mine.ok()) {
-    return unusable(mine.ToString());
-  }
-  return folder;
-}
-
-bool Reconciler::Impl::WaitForRemovedStores(uint64_t pass_id,
-                                            const observers::ObservedState& observed,
-                                            const PlanResult& plan) {
-  std::vector<std::string> recreated;
-  for (const Action& a : plan.actions) {
-    if (a.kind == ActionKind::kCreateStream && a.stream && seen_streams.count(a.stream->name)) {
-      recreated.push_back(a.stream->name.str());
-    }
-  }
-  if (recreated.empty()) return false;
-  const Clock::time_point begin = Clock::now();
-  const observers::ObservedServer& server = observed.server;
-  const auto topology = server.jetstream_cluster_size > 1 ? observers::Topology::kClustered
-                                                          : observers::Topology::kStandalone;
-  const bool visible =
-      server.reachable &&
-      observers::HealthzShowsStoresOnDisk(observers::ParseServerVersion(server.version), topology);
-  std::string how;
-  // With --store-dir (a standalone 2.9): the old folders' removal, seen on disk.
-  std::optional<std::string> folder;
-  if (!visible && topology == observers::Topology::kStandalone) {
-    folder = StoreFolderToWatch(pass_id, server, recreated);
-  }
-  // Whether any old folder is still there; nullopt when that cannot be told (then: settle).
-  auto folders_present = [&]() -> std::optional<bool> {
-    bool present = false;
-    for (const std::string& n : recreated) {
-      Result<observers::StoreFolder> f = observers::StreamFolder(*folder, StreamName(n));
-      if (!f.ok()) {
-        Log(LogLevel::kWarn, pass_id, "--store-dir cannot be read; settling instead",
-            {{"error", f.status().ToString()}});
-        return std::nullopt;
-      }
-      present = present || *f == observers::StoreFolder::kPresent;
-    }
-    return present;
-  };
-  std::optional<bool> present;
-  if (folder) present = folders_present();
-  if (present) {
-    // 2.9 removes a deleted stream's folder (its consumers' are inside it) after the deletion
-    // advisories, as the last step of the deletion (fileStore.Delete): gone means it is over.
-    how = "until the old folders are gone from --store-dir";
-    while (present && *present && Clock::now() - begin < kRemovalWait) {
-      std::this_thread::sleep_for(kRemovalPoll);
-      present = folders_present();
-    }
-    if (present && *present) {
-      Log(LogLevel::kWarn, pass_id, "an old stream folder is still there; recreating anyway",
-          {{"waited_ms",
-            std::chrono::duration_cast<std::chrono::milliseconds>(kRemovalWait).count()}});
-    }
-  }
-  if (present) {
-    // Waited for the folders themselves (a read error leaves `present` empty: settle below).
-  } else if (visible) {
-    // The server names the old store until its folder is gone: wait for exactly that. A store
-    // still named at the deadline stays, and the next plan reports it unrecoverable.
-    how = "until the server no longer names the old store";
-    auto named = [&](const std::vector<observers::ObjectHealth>& unhealthy) {
-      return std::any_of(unhealthy.begin(), unhealthy.end(), [&](const observers::ObjectHealth& h) {
-        return h.kind == observers::ObjectHealth::Kind::kStream &&
-               std::find(recreated.begin(), recreated.end(), h.stream) != recreated.end();
-      });
-    };
-    while (named(observers::ObserveUnhealthyObjects(settings.monitor_url,
-                                                    settings.bus.request_timeout)) &&
-           Clock::now() - begin < kRemovalWait) {
-      std::this_thread::sleep_for(kRemovalPoll);
-    }
-  } else {
-    // 2.9, clusters, no monitor: nothing tells when the old folder is gone. The server sends
-    // the deletion advisories (each consumer's, then the stream's) before it removes the
-    // folder, and a stream created meanwhile is removed with it (acknowledged messages lost at
-    // the next restart): settle, until kRemovalSettle after this wait began and after the last
-    // deletion advisory naming any of these streams (more may come while we wait).
-    how = "a settle after the last deletion advisory (this server does not show stores on disk)";
-    auto settled_at = [&] {
-      Clock::time_point until = begin + kRemovalSettle;
-      for (const std::string& n : recreated) {
-        // Without a deletion advisory (a store wiped, advisories missed) the plain settle from
-        // `begin`; with one, the deletion may still be removing its consumers' folders.
-        std::optional<DeletionClock::Burst> burst = deletions->Last(n);
-        if (!burst) continue;
-        auto seen = seen_streams.find(StreamName(n));
-        const size_t consumers =
-            std::max(burst->consumers, seen == seen_streams.end() ? size_t{0} : seen->second);
-        const Clock::duration settle = std::min<Clock::duration>(
-            kRemovalSettle + kRemovalSettlePerConsumer * static_cast<int64_t>(consumers),
-            kRemovalSettleMax);
-        until = std::max(until, burst->last + settle);
-      }
-      return until;
-    };
-    for (Clock::time_point until = settled_at();
-         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
-      std::this_thread::sleep_for(kRemovalPoll);
-    }
-  }
-  std::string names;
-  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
-  Log(LogLevel::kInfo, pass_id, "waited for deleted streams' stores to be removed",
-      {{"streams", names},
-       {"how", how},
-       {"waited_ms",
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
-  return true;
-}
-
 Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
   // The server only: the users file is not part of the named streams' plan.
   observers::ObservedState observed;
@@ -1245,7 +996,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     return;
   }
   PlanResult plan = PlanStreams(desired, *observed, named, options);
-  if (WaitForRemovedStores(pass_id, *observed, plan)) {
+  if (recreation.WaitForRemovedStores(pass_id, *observed, plan, BusClientId())) {
     observed = ObserveNamed(named);
     if (!observed.ok()) return;
     plan = PlanStreams(desired, *observed, named, options);
