@@ -17,7 +17,7 @@
 #include "observers/http_client.h"
 #include "reconciler/base/log.h"
 #include "reconciler/cli/commands.h"
-#include "reconciler/pass/pass.h"
+#include "reconciler/pass/report.h"
 
 namespace mesh::reconciler {
 namespace {

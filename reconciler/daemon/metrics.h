@@ -69,7 +69,8 @@
 #include <string_view>
 
 #include "model/thread_safety.h"
-#include "reconciler/pass/pass.h"
+#include "reconciler/pass/pass_settings.h"
+#include "reconciler/pass/report.h"
 
 namespace mesh::reconciler {
 

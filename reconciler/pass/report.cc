@@ -4,6 +4,8 @@
 // "differs", never a hash; a write_users_file action is shown by its size and SHA-256, never its
 // bytes (which hold bcrypt hashes), so ReportFromJson reads such an action back with empty
 // `users_file_bytes`.
+#include "reconciler/pass/report.h"
+
 #include <rapidjson/document.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
@@ -15,7 +17,6 @@
 #include "model/digest.h"
 #include "model/json_read.h"
 #include "model/spec_json.h"
-#include "reconciler/pass/pass.h"
 
 namespace mesh::reconciler {
 namespace {
