@@ -274,89 +274,31 @@ class Deriver {
 }  // namespace
 
 const char* ToApi(Retention v) {
-  switch (v) {
-    case Retention::kLimits:
-      return "limits";
-    case Retention::kInterest:
-      return "interest";
-    case Retention::kWorkQueue:
-      return "workqueue";
-  }
-  return "?";
+  return kRetentionNames.Name(v);
 }
 
 const char* ToApi(Storage v) {
-  switch (v) {
-    case Storage::kFile:
-      return "file";
-    case Storage::kMemory:
-      return "memory";
-  }
-  return "?";
+  return kStorageNames.Name(v);
 }
 
 const char* ToApi(Discard v) {
-  switch (v) {
-    case Discard::kOld:
-      return "old";
-    case Discard::kNew:
-      return "new";
-  }
-  return "?";
+  return kDiscardNames.Name(v);
 }
 
 const char* ToApi(AckPolicy v) {
-  switch (v) {
-    case AckPolicy::kNone:
-      return "none";
-    case AckPolicy::kAll:
-      return "all";
-    case AckPolicy::kExplicit:
-      return "explicit";
-  }
-  return "?";
+  return kAckPolicyNames.Name(v);
 }
 
 const char* ToApi(DeliverPolicy v) {
-  switch (v) {
-    case DeliverPolicy::kAll:
-      return "all";
-    case DeliverPolicy::kLast:
-      return "last";
-    case DeliverPolicy::kNew:
-      return "new";
-    case DeliverPolicy::kByStartSequence:
-      return "by_start_sequence";
-    case DeliverPolicy::kByStartTime:
-      return "by_start_time";
-    case DeliverPolicy::kLastPerSubject:
-      return "last_per_subject";
-  }
-  return "?";
+  return kDeliverPolicyNames.Name(v);
 }
 
 const char* ToApi(ReplayPolicy v) {
-  switch (v) {
-    case ReplayPolicy::kInstant:
-      return "instant";
-    case ReplayPolicy::kOriginal:
-      return "original";
-  }
-  return "?";
+  return kReplayPolicyNames.Name(v);
 }
 
 const char* ToString(PrincipalKind kind) {
-  switch (kind) {
-    case PrincipalKind::kReconciler:
-      return "reconciler";
-    case PrincipalKind::kController:
-      return "controller";
-    case PrincipalKind::kNode:
-      return "node";
-    case PrincipalKind::kModule:
-      return "module";
-  }
-  return "?";
+  return kPrincipalKindNames.Name(kind);
 }
 
 std::string OwnershipMark(const std::string& mesh) {

@@ -10,17 +10,54 @@
 #include <string_view>
 #include <vector>
 
+#include "model/enum_names.h"
 #include "model/names.h"
 #include "model/records.h"
 
 namespace mesh::model {
 
 enum class Retention { kLimits, kInterest, kWorkQueue };
+inline constexpr EnumNames<Retention, 3> kRetentionNames{{{
+    {Retention::kLimits, "limits"},
+    {Retention::kInterest, "interest"},
+    {Retention::kWorkQueue, "workqueue"},
+}}};
+static_assert(kRetentionNames.Dense());
 enum class Storage { kFile, kMemory };
+inline constexpr EnumNames<Storage, 2> kStorageNames{{{
+    {Storage::kFile, "file"},
+    {Storage::kMemory, "memory"},
+}}};
+static_assert(kStorageNames.Dense());
 enum class Discard { kOld, kNew };
+inline constexpr EnumNames<Discard, 2> kDiscardNames{{{
+    {Discard::kOld, "old"},
+    {Discard::kNew, "new"},
+}}};
+static_assert(kDiscardNames.Dense());
 enum class AckPolicy { kNone, kAll, kExplicit };
+inline constexpr EnumNames<AckPolicy, 3> kAckPolicyNames{{{
+    {AckPolicy::kNone, "none"},
+    {AckPolicy::kAll, "all"},
+    {AckPolicy::kExplicit, "explicit"},
+}}};
+static_assert(kAckPolicyNames.Dense());
 enum class DeliverPolicy { kAll, kLast, kNew, kByStartSequence, kByStartTime, kLastPerSubject };
+inline constexpr EnumNames<DeliverPolicy, 6> kDeliverPolicyNames{{{
+    {DeliverPolicy::kAll, "all"},
+    {DeliverPolicy::kLast, "last"},
+    {DeliverPolicy::kNew, "new"},
+    {DeliverPolicy::kByStartSequence, "by_start_sequence"},
+    {DeliverPolicy::kByStartTime, "by_start_time"},
+    {DeliverPolicy::kLastPerSubject, "last_per_subject"},
+}}};
+static_assert(kDeliverPolicyNames.Dense());
 enum class ReplayPolicy { kInstant, kOriginal };
+inline constexpr EnumNames<ReplayPolicy, 2> kReplayPolicyNames{{{
+    {ReplayPolicy::kInstant, "instant"},
+    {ReplayPolicy::kOriginal, "original"},
+}}};
+static_assert(kReplayPolicyNames.Dense());
 
 // JetStream API spellings ("workqueue", "file", "explicit", ...) and back.
 const char* ToApi(Retention v);
@@ -90,6 +127,13 @@ ConsumerId EventConsumer(const std::string& follower,  // EVENTS / ev_<f>_<seat>
 bool HasMeshDurableShape(std::string_view stream, std::string_view durable);
 
 enum class PrincipalKind { kReconciler, kController, kNode, kModule };
+inline constexpr EnumNames<PrincipalKind, 4> kPrincipalKindNames{{{
+    {PrincipalKind::kReconciler, "reconciler"},
+    {PrincipalKind::kController, "controller"},
+    {PrincipalKind::kNode, "node"},
+    {PrincipalKind::kModule, "module"},
+}}};
+static_assert(kPrincipalKindNames.Dense());
 const char* ToString(PrincipalKind kind);
 
 struct Principal {

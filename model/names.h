@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "model/enum_names.h"
+
 namespace mesh {
 
 template <typename Tag>
@@ -31,6 +33,11 @@ using UserName = NamedString<struct UserNameTag>;
 // Enums, not bools, for flags (after redpanda's bool_class).
 enum class Prune { kNo, kYes };
 enum class ApplyMode { kApply, kObserveOnly };  // kObserveOnly: plan, hold, or a dry run
+inline constexpr EnumNames<ApplyMode, 2> kApplyModeNames{{{
+    {ApplyMode::kApply, "apply"},
+    {ApplyMode::kObserveOnly, "observe_only"},
+}}};
+static_assert(kApplyModeNames.Dense());
 
 }  // namespace mesh
 

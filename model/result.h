@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "model/enum_names.h"
+
 namespace mesh {
 
 enum class Errc {
@@ -24,9 +26,35 @@ enum class Errc {
 };
 
 // For people: "invalid argument" (Status::ToString, logs, tables).
-const char* ErrcName(Errc code);
+inline constexpr EnumNames<Errc, 8> kErrcNames{{{
+    {Errc::kOk, "ok"},
+    {Errc::kInvalidArgument, "invalid argument"},
+    {Errc::kIo, "i/o error"},
+    {Errc::kTimeout, "timeout"},
+    {Errc::kUnavailable, "unavailable"},
+    {Errc::kRefused, "refused"},
+    {Errc::kUnsatisfiable, "unsatisfiable"},
+    {Errc::kInternal, "internal error"},
+}}};
+static_assert(kErrcNames.Dense());
 // For programs: an identifier, "invalid_argument" (JSON outputs; docs/schemas/).
-const char* ErrcId(Errc code);
+inline constexpr EnumNames<Errc, 8> kErrcIds{{{
+    {Errc::kOk, "ok"},
+    {Errc::kInvalidArgument, "invalid_argument"},
+    {Errc::kIo, "io_error"},
+    {Errc::kTimeout, "timeout"},
+    {Errc::kUnavailable, "unavailable"},
+    {Errc::kRefused, "refused"},
+    {Errc::kUnsatisfiable, "unsatisfiable"},
+    {Errc::kInternal, "internal_error"},
+}}};
+static_assert(kErrcIds.Dense());
+inline const char* ErrcName(Errc code) {
+  return kErrcNames.Name(code);
+}
+inline const char* ErrcId(Errc code) {
+  return kErrcIds.Name(code);
+}
 
 class Status {
  public:

@@ -249,13 +249,7 @@ class BlockScanner {
 }  // namespace
 
 const char* ToString(UsersScope v) {
-  switch (v) {
-    case UsersScope::kServer:
-      return "server";
-    case UsersScope::kAccount:
-      return "account";
-  }
-  return "?";
+  return kUsersScopeNames.Name(v);
 }
 
 Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,

@@ -21,6 +21,7 @@
 
 #include "model/credential_digest.h"
 #include "model/desired.h"
+#include "model/enum_names.h"
 #include "model/result.h"
 
 namespace mesh::model {
@@ -38,6 +39,11 @@ struct RenderedUsersFile {
 //             for an operator to `include` inside the `accounts` block of their own
 //             configuration, beside their other accounts.
 enum class UsersScope { kServer, kAccount };
+inline constexpr EnumNames<UsersScope, 2> kUsersScopeNames{{{
+    {UsersScope::kServer, "server"},
+    {UsersScope::kAccount, "account"},
+}}};
+static_assert(kUsersScopeNames.Dense());
 const char* ToString(UsersScope v);  // "server", "account"
 
 // Refuses (kInvalidArgument, path "$") a rendering with no principal user but the reconciler.

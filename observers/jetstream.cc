@@ -45,14 +45,12 @@ Result<rapidjson::Document> ParseObject(std::string_view json, const std::string
 // Decodes an API enum string; `absent` when the server omitted the field. A value this build
 // does not know (a newer server's) decodes as `absent` and is named in `problems`.
 template <typename E, size_t N>
-E Enum(const rapidjson::Value& object, const char* key, E absent, const std::array<E, N>& values,
+E Enum(const rapidjson::Value& object, const char* key, E absent, const EnumNames<E, N>& names,
        std::vector<std::string>& problems) {
   const rapidjson::Value* v = Member(object, key);
   if (v == nullptr) return absent;
   const std::string text = v->IsString() ? std::string(v->GetString()) : "";
-  for (E value : values) {
-    if (text == model::ToApi(value)) return value;
-  }
+  if (std::optional<E> value = names.Parse(text)) return *value;
   problems.push_back(std::string("config.") + key + ": unknown value \"" + text + "\"");
   return absent;
 }
@@ -69,17 +67,6 @@ std::string Compact(const rapidjson::Value& value) {
   value.Accept(writer);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
-
-constexpr std::array kRetentions = {Retention::kLimits, Retention::kInterest,
-                                    Retention::kWorkQueue};
-constexpr std::array kStorages = {Storage::kFile, Storage::kMemory};
-constexpr std::array kDiscards = {Discard::kOld, Discard::kNew};
-constexpr std::array kAckPolicies = {AckPolicy::kNone, AckPolicy::kAll, AckPolicy::kExplicit};
-constexpr std::array kDeliverPolicies = {
-    DeliverPolicy::kAll,         DeliverPolicy::kLast,
-    DeliverPolicy::kNew,         DeliverPolicy::kByStartSequence,
-    DeliverPolicy::kByStartTime, DeliverPolicy::kLastPerSubject};
-constexpr std::array kReplayPolicies = {ReplayPolicy::kInstant, ReplayPolicy::kOriginal};
 
 // A decoded config and what could not be decoded in it (empty when everything was).
 template <typename Spec>
@@ -108,9 +95,9 @@ Result<Decoded<StreamSpec>> DecodeStream(const rapidjson::Value& config) {
   }
   std::sort(spec.subjects.begin(), spec.subjects.end());
   spec.subjects.erase(std::unique(spec.subjects.begin(), spec.subjects.end()), spec.subjects.end());
-  spec.retention = Enum(config, "retention", Retention::kLimits, kRetentions, problems);
-  spec.storage = Enum(config, "storage", Storage::kFile, kStorages, problems);
-  spec.discard = Enum(config, "discard", Discard::kOld, kDiscards, problems);
+  spec.retention = Enum(config, "retention", Retention::kLimits, model::kRetentionNames, problems);
+  spec.storage = Enum(config, "storage", Storage::kFile, model::kStorageNames, problems);
+  spec.discard = Enum(config, "discard", Discard::kOld, model::kDiscardNames, problems);
   spec.replicas = static_cast<int>(std::max<int64_t>(1, Int(config, "num_replicas", 1)));
   spec.max_age_ns = Int(config, "max_age", 0);
   spec.max_msgs = Int(config, "max_msgs", model::kUnlimited);
@@ -132,9 +119,11 @@ Decoded<ConsumerSpec> DecodeConsumer(std::string_view stream, const rapidjson::V
   spec.deliver_subject = String(config, "deliver_subject");
   spec.deliver_group = String(config, "deliver_group");
   // ack_policy "none" is the API's zero value; ack_wait is omitted for it and defaults to 30 s.
-  spec.ack = Enum(config, "ack_policy", AckPolicy::kNone, kAckPolicies, problems);
-  spec.deliver = Enum(config, "deliver_policy", DeliverPolicy::kAll, kDeliverPolicies, problems);
-  spec.replay = Enum(config, "replay_policy", ReplayPolicy::kInstant, kReplayPolicies, problems);
+  spec.ack = Enum(config, "ack_policy", AckPolicy::kNone, model::kAckPolicyNames, problems);
+  spec.deliver =
+      Enum(config, "deliver_policy", DeliverPolicy::kAll, model::kDeliverPolicyNames, problems);
+  spec.replay =
+      Enum(config, "replay_policy", ReplayPolicy::kInstant, model::kReplayPolicyNames, problems);
   spec.ack_wait_ns = Int(config, "ack_wait", model::kAckWaitNanos);
   if (spec.ack_wait_ns == 0) spec.ack_wait_ns = model::kAckWaitNanos;
   spec.max_deliver = Int(config, "max_deliver", model::kUnlimited);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/desired.h"
+#include "model/enum_names.h"
 
 namespace mesh::observers {
 
@@ -89,6 +90,11 @@ struct ObjectHealth {
   std::string error;     // the server's words
   bool operator==(const ObjectHealth&) const = default;
 };
+inline constexpr EnumNames<ObjectHealth::Kind, 2> kObjectHealthKindNames{{{
+    {ObjectHealth::Kind::kStream, "stream"},
+    {ObjectHealth::Kind::kConsumer, "consumer"},
+}}};
+static_assert(kObjectHealthKindNames.Dense());
 
 struct ObservedServer {
   bool monitor_configured = false;  // --monitor given

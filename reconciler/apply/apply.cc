@@ -265,17 +265,7 @@ bool IsStreamAction(ActionKind kind) {
 }  // namespace
 
 const char* ToString(Outcome v) {
-  switch (v) {
-    case Outcome::kDone:
-      return "done";
-    case Outcome::kRefused:
-      return "refused";
-    case Outcome::kFailed:
-      return "failed";
-    case Outcome::kSkipped:
-      return "skipped";
-  }
-  return "?";
+  return kOutcomeNames.Name(v);
 }
 
 std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets) {
@@ -345,15 +335,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
 }
 
 const char* ToString(SignalRefusal v) {
-  switch (v) {
-    case SignalRefusal::kNone:
-      return "none";
-    case SignalRefusal::kStale:
-      return "stale";
-    case SignalRefusal::kForeign:
-      return "foreign";
-  }
-  return "none";
+  return kSignalRefusalNames.Name(v);
 }
 
 SignalRefusal CheckServerProcess(const observers::ProcessInfo& process, pid_t self,

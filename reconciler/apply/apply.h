@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/enum_names.h"
 #include "model/result.h"
 #include "observers/bus.h"
 #include "observers/process.h"
@@ -19,6 +20,13 @@
 namespace mesh::reconciler {
 
 enum class Outcome { kDone, kRefused, kFailed, kSkipped };
+inline constexpr EnumNames<Outcome, 4> kOutcomeNames{{{
+    {Outcome::kDone, "done"},
+    {Outcome::kRefused, "refused"},
+    {Outcome::kFailed, "failed"},
+    {Outcome::kSkipped, "skipped"},
+}}};
+static_assert(kOutcomeNames.Dense());
 const char* ToString(Outcome v);  // "done", "refused", "failed", "skipped"
 
 // Why the reload signal was not sent to the PID that nats-server's pid file names.
@@ -27,6 +35,12 @@ enum class SignalRefusal {
   kStale,    // no such process (or one that has exited): the server is gone, its pid file left
   kForeign,  // a running process that is not nats-server (this process included): a reused PID
 };
+inline constexpr EnumNames<SignalRefusal, 3> kSignalRefusalNames{{{
+    {SignalRefusal::kNone, "none"},
+    {SignalRefusal::kStale, "stale"},
+    {SignalRefusal::kForeign, "foreign"},
+}}};
+static_assert(kSignalRefusalNames.Dense());
 const char* ToString(SignalRefusal v);  // "none", "stale", "foreign" (metric label values)
 
 struct ActionOutcome {

@@ -19,17 +19,7 @@ std::atomic<LogFormat> g_format{LogFormat::kLogfmt};
 Mutex g_write_mutex;
 
 const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
+  return kLogLevelNames.Name(level);
 }
 
 void AppendJsonString(std::string& out, std::string_view s) {
@@ -132,10 +122,7 @@ void ConfigureLogging(LogLevel min_level, LogFormat format) {
 }
 
 LogLevel ParseLogLevel(std::string_view text) {
-  if (text == "debug") return LogLevel::kDebug;
-  if (text == "warn") return LogLevel::kWarn;
-  if (text == "error") return LogLevel::kError;
-  return LogLevel::kInfo;
+  return kLogLevelNames.Parse(text).value_or(LogLevel::kInfo);
 }
 
 std::string FormatLogLine(LogFormat format, LogLevel level, std::string_view now, uint64_t pass_id,

@@ -19,9 +19,18 @@
 #include <type_traits>
 #include <utility>
 
+#include "model/enum_names.h"
+
 namespace mesh::reconciler {
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
+inline constexpr EnumNames<LogLevel, 4> kLogLevelNames{{{
+    {LogLevel::kDebug, "debug"},
+    {LogLevel::kInfo, "info"},
+    {LogLevel::kWarn, "warn"},
+    {LogLevel::kError, "error"},
+}}};
+static_assert(kLogLevelNames.Dense());
 enum class LogFormat { kLogfmt, kJson };
 
 void ConfigureLogging(LogLevel min_level, LogFormat format);

@@ -7,9 +7,13 @@
 #include <optional>
 #include <sstream>
 
+#include "model/enum_names.h"
+#include "model/users_file.h"
 #include "observers/regular_file.h"
 #include "observers/url.h"
 #include "reconciler/base/duration.h"
+#include "reconciler/base/log.h"
+#include "reconciler/http/daemon_view.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -148,20 +152,13 @@ const std::map<std::string, FlagSpec>& Flags() {
         "reconciler acts on JetStream only",
         [](Settings& s, const std::string& v) { return SetString(s.users_file, v); }}},
       {"users-scope",
-       {FlagKind::kString,
-        "SCOPE",
-        FlagValues::kWords,
-        {"server", "account"},
+       {FlagKind::kString, "SCOPE", FlagValues::kWords, WordsOf(model::kUsersScopeNames),
         "server (default): the file is the whole accounts block; account: only\nthe mesh's account "
         "entry, to include inside your own accounts block",
         [](Settings& s, const std::string& v) -> std::string {
-          if (v == "server") {
-            s.users_scope = model::UsersScope::kServer;
-          } else if (v == "account") {
-            s.users_scope = model::UsersScope::kAccount;
-          } else {
-            return "--users-scope: server or account";
-          }
+          std::optional<model::UsersScope> scope = model::kUsersScopeNames.Parse(v);
+          if (!scope) return "--users-scope: server or account";
+          s.users_scope = *scope;
           return {};
         }}},
       {"pid-file",
@@ -365,13 +362,10 @@ const std::map<std::string, FlagSpec>& Flags() {
         "its PEM private key (unencrypted; keep it mode 0600)",
         [](Settings& s, const std::string& v) { return SetString(s.tls_key_file, v); }}},
       {"log-level",
-       {FlagKind::kString,
-        "LEVEL",
-        FlagValues::kWords,
-        {"debug", "info", "warn", "error"},
+       {FlagKind::kString, "LEVEL", FlagValues::kWords, WordsOf(kLogLevelNames),
         "debug, info (default), warn or error (logs go to stderr)",
         [](Settings& s, const std::string& v) -> std::string {
-          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+          if (!kLogLevelNames.Parse(v)) {
             return "--log-level: expected debug, info, warn or error";
           }
           s.log_level = v;
@@ -424,11 +418,11 @@ const std::map<std::string, FlagSpec>& Flags() {
        {FlagKind::kString,
         "SCOPE",
         FlagValues::kWords,
-        {"bus", "pod"},
+        {"bus", "pod"},  // the default first
         "bus (the default with --lease): every replica observes only, one\nstarted later too; "
         "pod: this daemon alone",
         [](Settings& s, const std::string& v) -> std::string {
-          if (v != "bus" && v != "pod") return "--scope: expected bus or pod";
+          if (!kHoldScopeNames.Parse(v)) return "--scope: expected bus or pod";
           s.hold_scope = v;
           return "";
         }}},

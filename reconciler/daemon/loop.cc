@@ -767,9 +767,7 @@ void Loop::Run(PassRunner& runner) {
 
     // The pass logs its own progress and result; this line says why and how it runs.
     Log(LogLevel::kInfo, pass_id, "pass scheduled",
-        {{"trigger", ToString(*trigger)},
-         {"mode", mode == ApplyMode::kApply ? "apply" : "observe_only"},
-         {"held", held}});
+        {{"trigger", ToString(*trigger)}, {"mode", kApplyModeNames.Name(mode)}, {"held", held}});
     auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode, named);
     report.pass_id = pass_id;
     report.trigger = *trigger;

@@ -95,15 +95,7 @@ std::string_view DeprecatedName(std::string_view name) {
 }  // namespace
 
 const char* ToString(PassResult v) {
-  switch (v) {
-    case PassResult::kSuccess:
-      return "success";
-    case PassResult::kFailure:
-      return "failure";
-    case PassResult::kWaiting:
-      return "waiting";
-  }
-  return "failure";
+  return kPassResultNames.Name(v);
 }
 
 PassResult PassSucceeded(const PassReport& report) {

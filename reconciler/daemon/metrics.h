@@ -68,6 +68,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/enum_names.h"
 #include "model/thread_safety.h"
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/pass/report.h"
@@ -76,6 +77,12 @@ namespace mesh::reconciler {
 
 // kWaiting: the server was not ready (PassReport::readiness), a wait rather than a failure.
 enum class PassResult { kSuccess, kFailure, kWaiting };
+inline constexpr EnumNames<PassResult, 3> kPassResultNames{{{
+    {PassResult::kSuccess, "success"},
+    {PassResult::kFailure, "failure"},
+    {PassResult::kWaiting, "waiting"},
+}}};
+static_assert(kPassResultNames.Dense());
 const char* ToString(PassResult v);  // "success", "failure", "waiting"
 
 // Ok status and no failed action. Remaining drift that cannot be repaired is not a failure.

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "model/enum_names.h"
+
 namespace mesh::reconciler {
 
 struct Health {
@@ -36,6 +38,11 @@ enum class HoldScope {
   kBus,  // every instance on the bus: a record in the lease's KV bucket
          // (reconciler/plan/bus_hold.h), which instances started later read too
 };
+inline constexpr EnumNames<HoldScope, 2> kHoldScopeNames{{{
+    {HoldScope::kPod, "pod"},
+    {HoldScope::kBus, "bus"},
+}}};
+static_assert(kHoldScopeNames.Dense());
 const char* ToString(HoldScope v);  // "pod", "bus"
 std::optional<HoldScope> HoldScopeFromName(std::string_view name);
 

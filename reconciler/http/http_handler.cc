@@ -419,19 +419,11 @@ HttpReply ForcePassTimedOut(std::chrono::milliseconds waited) {
 }
 
 const char* ToString(HoldScope v) {
-  switch (v) {
-    case HoldScope::kPod:
-      return "pod";
-    case HoldScope::kBus:
-      return "bus";
-  }
-  return "pod";
+  return kHoldScopeNames.Name(v);
 }
 
 std::optional<HoldScope> HoldScopeFromName(std::string_view name) {
-  if (name == "pod") return HoldScope::kPod;
-  if (name == "bus") return HoldScope::kBus;
-  return std::nullopt;
+  return kHoldScopeNames.Parse(name);
 }
 
 std::string HoldReasonProblem(std::string_view reason) {

@@ -742,7 +742,7 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   }
   Log(LogLevel::kInfo, report.pass_id, "pass finished",
       {{"trigger", ToString(report.trigger)},
-       {"mode", report.mode == ApplyMode::kApply ? "apply" : "observe_only"},
+       {"mode", kApplyModeNames.Name(report.mode)},
        {"drift", report.plan.drift.size()},
        {"actions", report.plan.actions.size()},
        {"failed", failed},

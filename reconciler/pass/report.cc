@@ -23,35 +23,6 @@ namespace {
 
 // ---------- enum spellings ----------
 
-// Finds the enumerator of E in [0, last] whose spelling (by `name`) is `text`.
-template <typename E, typename NameFn>
-std::optional<E> FromName(const std::string& text, E last, NameFn name) {
-  for (int i = 0; i <= static_cast<int>(last); ++i) {
-    if (text == name(static_cast<E>(i))) return static_cast<E>(i);
-  }
-  return std::nullopt;
-}
-
-const char* ModeName(ApplyMode mode) {
-  return mode == ApplyMode::kApply ? "apply" : "observe_only";
-}
-
-const char* UsersFileCheckName(UsersFileCheck check) {
-  switch (check) {
-    case UsersFileCheck::kNone:
-      return "none";
-    case UsersFileCheck::kCompared:
-      return "compared";
-    case UsersFileCheck::kLeftAlone:
-      return "left_alone";
-  }
-  return "none";
-}
-
-const char* LeaseRoleName(LeaseRole role) {
-  return ToString(role);
-}
-
 // ---------- JSON writing ----------
 
 using model::json::BoolField;
@@ -199,12 +170,12 @@ class Reader {
     return out;
   }
 
-  template <typename E, typename NameFn>
-  E Enum(const rapidjson::Value& object, const char* key, const std::string& path, E last,
-         NameFn name) {
+  template <typename E, std::size_t N>
+  E Enum(const rapidjson::Value& object, const char* key, const std::string& path,
+         const EnumNames<E, N>& names) {
     const std::string text = Str(object, key, path);
     if (!ok()) return E{};
-    auto value = FromName<E>(text, last, name);
+    std::optional<E> value = names.Parse(text);
     if (!value) {
       Fail(path + "." + key + ": unknown value \"" + text + "\"");
       return E{};
@@ -223,36 +194,17 @@ class Reader {
   std::string error_;
 };
 
-// The spelling functions as plain callables for Reader::Enum.
-template <typename E>
-auto ApiName() {
-  return [](E v) { return model::ToApi(v); };
-}
-template <typename E>
-auto LabelName() {
-  return [](E v) { return ToString(v); };
-}
-
-const char* ReadinessName(ServerReadiness v) {
-  return v == ServerReadiness::kReady ? "ready" : "not_ready";
-}
-
-const char* HealthKindName(observers::ObjectHealth::Kind v) {
-  return v == observers::ObjectHealth::Kind::kStream ? "stream" : "consumer";
-}
-
 model::StreamSpec ReadStreamSpec(Reader& r, const rapidjson::Value& v, const std::string& at) {
   model::StreamSpec s;
   s.name = StreamName(r.Str(v, "name", at));
   s.subjects = r.Strings(v, "subjects", at);
-  s.retention =
-      r.Enum(v, "retention", at, model::Retention::kWorkQueue, ApiName<model::Retention>());
-  s.storage = r.Enum(v, "storage", at, model::Storage::kMemory, ApiName<model::Storage>());
+  s.retention = r.Enum(v, "retention", at, model::kRetentionNames);
+  s.storage = r.Enum(v, "storage", at, model::kStorageNames);
   s.replicas = static_cast<int>(r.Int(v, "replicas", at));
   s.max_age_ns = r.Int(v, "max_age_ns", at);
   s.max_msgs = r.Int(v, "max_msgs", at);
   s.max_bytes = r.Int(v, "max_bytes", at);
-  s.discard = r.Enum(v, "discard", at, model::Discard::kNew, ApiName<model::Discard>());
+  s.discard = r.Enum(v, "discard", at, model::kDiscardNames);
   s.description = r.Str(v, "description", at);
   return s;
 }
@@ -264,11 +216,9 @@ model::ConsumerSpec ReadConsumerSpec(Reader& r, const rapidjson::Value& v, const
   c.filter_subject = r.Str(v, "filter_subject", at);
   c.deliver_subject = r.Str(v, "deliver_subject", at);
   c.deliver_group = r.Str(v, "deliver_group", at);
-  c.ack = r.Enum(v, "ack_policy", at, model::AckPolicy::kExplicit, ApiName<model::AckPolicy>());
-  c.deliver = r.Enum(v, "deliver_policy", at, model::DeliverPolicy::kLastPerSubject,
-                     ApiName<model::DeliverPolicy>());
-  c.replay = r.Enum(v, "replay_policy", at, model::ReplayPolicy::kOriginal,
-                    ApiName<model::ReplayPolicy>());
+  c.ack = r.Enum(v, "ack_policy", at, model::kAckPolicyNames);
+  c.deliver = r.Enum(v, "deliver_policy", at, model::kDeliverPolicyNames);
+  c.replay = r.Enum(v, "replay_policy", at, model::kReplayPolicyNames);
   c.ack_wait_ns = r.Int(v, "ack_wait_ns", at);
   c.max_deliver = r.Int(v, "max_deliver", at);
   return c;
@@ -278,10 +228,10 @@ std::vector<DriftEntry> ReadDrift(Reader& r, const rapidjson::Value& doc, const 
   std::vector<DriftEntry> out;
   r.Each(doc, key, "$", [&](const rapidjson::Value& v, const std::string& at) {
     DriftEntry e;
-    e.kind = r.Enum(v, "kind", at, ObjectKind::kConsumer, LabelName<ObjectKind>());
+    e.kind = r.Enum(v, "kind", at, kObjectKindNames);
     e.name = r.Str(v, "name", at);
-    e.state = r.Enum(v, "state", at, DriftState::kUnrecoverable, LabelName<DriftState>());
-    e.remedy = r.Enum(v, "remedy", at, Remedy::kLeave, LabelName<Remedy>());
+    e.state = r.Enum(v, "state", at, kDriftStateNames);
+    e.remedy = r.Enum(v, "remedy", at, kRemedyNames);
     r.Each(v, "fields", at, [&](const rapidjson::Value& f, const std::string& fat) {
       e.fields.push_back({r.Str(f, "field", fat), r.Str(f, "wanted", fat), r.Str(f, "found", fat)});
     });
@@ -293,7 +243,7 @@ std::vector<DriftEntry> ReadDrift(Reader& r, const rapidjson::Value& doc, const 
 
 Action ReadAction(Reader& r, const rapidjson::Value& v, const std::string& at) {
   Action a;
-  a.kind = r.Enum(v, "kind", at, ActionKind::kDeleteConsumer, LabelName<ActionKind>());
+  a.kind = r.Enum(v, "kind", at, kActionKindNames);
   a.name = r.Str(v, "name", at);
   if (v.IsObject() && v.HasMember("stream"))
     a.stream = ReadStreamSpec(r, v["stream"], at + ".stream");
@@ -374,31 +324,7 @@ std::string Summary(const PassReport& report) {
 }  // namespace
 
 const char* ToString(Trigger v) {
-  switch (v) {
-    case Trigger::kStart:
-      return "start";
-    case Trigger::kPeriodic:
-      return "periodic";
-    case Trigger::kAdvisory:
-      return "advisory";
-    case Trigger::kReconnect:
-      return "reconnect";
-    case Trigger::kRecordsChanged:
-      return "records_changed";
-    case Trigger::kUsersFileChanged:
-      return "users_file_changed";
-    case Trigger::kForced:
-      return "forced";
-    case Trigger::kRetry:
-      return "retry";
-    case Trigger::kLeaseAcquired:
-      return "lease_acquired";
-    case Trigger::kOnce:
-      return "once";
-    case Trigger::kRepair:
-      return "repair";
-  }
-  return "?";
+  return kTriggerNames.Name(v);
 }
 
 bool PassReport::any_action_failed() const {
@@ -418,7 +344,7 @@ bool PassReport::converged() const {
 std::string FormatReportTable(const PassReport& report) {
   std::ostringstream out;
   out << "pass " << report.pass_id << " (" << ToString(report.trigger) << ", "
-      << ModeName(report.mode) << (report.held ? ", held" : "") << ")\n";
+      << kApplyModeNames.Name(report.mode) << (report.held ? ", held" : "") << ")\n";
   if (!report.records_valid && !report.records_errors.empty()) {
     out << "\nRECORDS INVALID"
         << (report.status.ok() ? " (planned from the last valid records)" : "") << "\n";
@@ -469,7 +395,7 @@ namespace {
 void WriteReportMembers(Writer& w, const PassReport& report) {
   Field(w, "pass_id", static_cast<int64_t>(report.pass_id));
   Field(w, "trigger", ToString(report.trigger));
-  Field(w, "mode", ModeName(report.mode));
+  Field(w, "mode", kApplyModeNames.Name(report.mode));
   BoolField(w, "held", report.held);
   w.Key("status");
   w.StartObject();
@@ -478,12 +404,12 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   Field(w, "message", report.status.message());
   w.EndObject();
   BoolField(w, "converged", report.converged());
-  Field(w, "readiness", ReadinessName(report.readiness));
+  Field(w, "readiness", kServerReadinessNames.Name(report.readiness));
   w.Key("unhealthy");
   w.StartArray();
   for (const observers::ObjectHealth& h : report.unhealthy) {
     w.StartObject();
-    Field(w, "kind", HealthKindName(h.kind));
+    Field(w, "kind", observers::kObjectHealthKindNames.Name(h.kind));
     Field(w, "account", h.account);
     Field(w, "stream", h.stream);
     Field(w, "consumer", h.consumer);
@@ -523,7 +449,7 @@ void WriteReportMembers(Writer& w, const PassReport& report) {
   Field(w, "passwords_hashed", report.passwords_hashed);
   Field(w, "finished_unix_ms", report.finished_unix_ms);
   Field(w, "server_version", report.server_version);
-  Field(w, "users_file_check", UsersFileCheckName(report.users_file_check));
+  Field(w, "users_file_check", kUsersFileCheckNames.Name(report.users_file_check));
   w.Key("lease");
   w.StartObject();
   Field(w, "role", ToString(report.lease.role));
@@ -590,16 +516,16 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   Reader r;
   PassReport report;
   report.pass_id = static_cast<uint64_t>(r.Int(doc, "pass_id", "$"));
-  report.trigger = r.Enum(doc, "trigger", "$", Trigger::kRepair, LabelName<Trigger>());
-  report.mode = r.Enum(doc, "mode", "$", ApplyMode::kObserveOnly, ModeName);
+  report.trigger = r.Enum(doc, "trigger", "$", kTriggerNames);
+  report.mode = r.Enum(doc, "mode", "$", kApplyModeNames);
   report.held = r.Bool(doc, "held", "$");
   if (const rapidjson::Value* status = r.Member(doc, "status", "$")) {
     // ErrcId; ErrcName as a daemon older than the contract wrote it.
     const std::string text = r.Str(*status, "code", "$.status");
     Errc code = Errc::kInternal;
-    if (auto id = FromName<Errc>(text, Errc::kInternal, ErrcId)) {
+    if (auto id = kErrcIds.Parse(text)) {
       code = *id;
-    } else if (auto name = FromName<Errc>(text, Errc::kInternal, ErrcName)) {
+    } else if (auto name = kErrcNames.Parse(text)) {
       code = *name;
     } else if (r.ok()) {
       r.Fail("$.status.code: unknown value \"" + text + "\"");
@@ -607,10 +533,10 @@ Result<PassReport> ReportFromJson(const std::string& json) {
     std::string message = r.Str(*status, "message", "$.status");
     if (code != Errc::kOk) report.status = Status(code, std::move(message));
   }
-  report.readiness = r.Enum(doc, "readiness", "$", ServerReadiness::kNotReady, ReadinessName);
+  report.readiness = r.Enum(doc, "readiness", "$", kServerReadinessNames);
   r.Each(doc, "unhealthy", "$", [&](const rapidjson::Value& v, const std::string& at) {
     observers::ObjectHealth h;
-    h.kind = r.Enum(v, "kind", at, observers::ObjectHealth::Kind::kConsumer, HealthKindName);
+    h.kind = r.Enum(v, "kind", at, observers::kObjectHealthKindNames);
     h.account = r.Str(v, "account", at);
     h.stream = r.Str(v, "stream", at);
     h.consumer = r.Str(v, "consumer", at);
@@ -632,7 +558,7 @@ Result<PassReport> ReportFromJson(const std::string& json) {
     if (const rapidjson::Value* action = r.Member(v, "action", at)) {
       o.action = ReadAction(r, *action, at + ".action");
     }
-    o.outcome = r.Enum(v, "outcome", at, Outcome::kSkipped, LabelName<Outcome>());
+    o.outcome = r.Enum(v, "outcome", at, kOutcomeNames);
     o.err_code = static_cast<int>(r.Int(v, "err_code", at));
     o.detail = r.Str(v, "detail", at);
     report.outcomes.push_back(std::move(o));
@@ -646,14 +572,12 @@ Result<PassReport> ReportFromJson(const std::string& json) {
   if (const rapidjson::Value* v = model::json::Member(doc, "finished_unix_ms"); v && v->IsInt64())
     report.finished_unix_ms = v->GetInt64();
   report.server_version = model::json::String(doc, "server_version");
-  report.users_file_check = FromName<UsersFileCheck>(model::json::String(doc, "users_file_check"),
-                                                     UsersFileCheck::kLeftAlone, UsersFileCheckName)
+  report.users_file_check = kUsersFileCheckNames.Parse(model::json::String(doc, "users_file_check"))
                                 .value_or(UsersFileCheck::kNone);
   if (const rapidjson::Value* lease = model::json::Member(doc, "lease");
       lease && lease->IsObject()) {
     report.lease.role =
-        FromName<LeaseRole>(model::json::String(*lease, "role"), LeaseRole::kUnknown, LeaseRoleName)
-            .value_or(LeaseRole::kOff);
+        kLeaseRoleNames.Parse(model::json::String(*lease, "role")).value_or(LeaseRole::kOff);
     report.lease.holder = model::json::String(*lease, "holder");
   }
   if (!r.ok()) return Status(Errc::kInvalidArgument, "pass report: " + r.error());

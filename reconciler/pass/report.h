@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/enum_names.h"
 #include "model/names.h"
 #include "model/result.h"
 #include "observers/observed.h"
@@ -37,15 +38,40 @@ enum class Trigger {
   // loop runs one at once, inside the advisory floor, and the full pass follows at the floor.
   kRepair,
 };
+inline constexpr EnumNames<Trigger, 11> kTriggerNames{{{
+    {Trigger::kStart, "start"},
+    {Trigger::kPeriodic, "periodic"},
+    {Trigger::kAdvisory, "advisory"},
+    {Trigger::kReconnect, "reconnect"},
+    {Trigger::kRecordsChanged, "records_changed"},
+    {Trigger::kUsersFileChanged, "users_file_changed"},
+    {Trigger::kForced, "forced"},
+    {Trigger::kRetry, "retry"},
+    {Trigger::kLeaseAcquired, "lease_acquired"},
+    {Trigger::kOnce, "once"},
+    {Trigger::kRepair, "repair"},
+}}};
+static_assert(kTriggerNames.Dense());
 const char* ToString(Trigger v);  // "start", "periodic", "advisory", ... (metric label values)
 
 // Whether the server could answer for its JetStream state when the pass observed it.
 enum class ServerReadiness { kReady, kNotReady };
+inline constexpr EnumNames<ServerReadiness, 2> kServerReadinessNames{{{
+    {ServerReadiness::kReady, "ready"},
+    {ServerReadiness::kNotReady, "not_ready"},
+}}};
+static_assert(kServerReadinessNames.Dense());
 
 // What the pass did with the users file: compared it with a rendering (and planned what
 // differs), or left it alone because passwords were still being hashed on the background
 // threads (no rendering yet), or none is managed (no --users-file, or the pass stopped first).
 enum class UsersFileCheck { kNone, kCompared, kLeftAlone };
+inline constexpr EnumNames<UsersFileCheck, 3> kUsersFileCheckNames{{{
+    {UsersFileCheck::kNone, "none"},
+    {UsersFileCheck::kCompared, "compared"},
+    {UsersFileCheck::kLeftAlone, "left_alone"},
+}}};
+static_assert(kUsersFileCheckNames.Dense());
 
 struct PassReport {
   uint64_t pass_id = 0;

@@ -36,17 +36,7 @@ std::chrono::milliseconds LeaseRoundFor(std::chrono::milliseconds interval) {
 }
 
 const char* ToString(LeaseRole v) {
-  switch (v) {
-    case LeaseRole::kOff:
-      return "off";
-    case LeaseRole::kHolder:
-      return "holder";
-    case LeaseRole::kStandby:
-      return "standby";
-    case LeaseRole::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
+  return kLeaseRoleNames.Name(v);
 }
 
 LeaseParticipation ParticipationFor(LastPass last_pass,

@@ -41,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/enum_names.h"
 #include "model/result.h"
 #include "reconciler/plan/plan.h"
 
@@ -75,6 +76,13 @@ enum class LeaseRole {
   kStandby,  // another instance holds it: acts only on its own users file
   kUnknown,  // the lease could not be read or written this round: acts only on the users file
 };
+inline constexpr EnumNames<LeaseRole, 4> kLeaseRoleNames{{{
+    {LeaseRole::kOff, "off"},
+    {LeaseRole::kHolder, "holder"},
+    {LeaseRole::kStandby, "standby"},
+    {LeaseRole::kUnknown, "unknown"},
+}}};
+static_assert(kLeaseRoleNames.Dense());
 const char* ToString(LeaseRole v);  // "off", "holder", "standby", "unknown"
 
 // The key's current entry.

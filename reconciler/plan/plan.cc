@@ -649,75 +649,19 @@ class Planner {
 }  // namespace
 
 const char* ToString(ObjectKind v) {
-  switch (v) {
-    case ObjectKind::kUsersFile:
-      return "users_file";
-    case ObjectKind::kStream:
-      return "stream";
-    case ObjectKind::kConsumer:
-      return "consumer";
-  }
-  return "?";
+  return kObjectKindNames.Name(v);
 }
 
 const char* ToString(DriftState v) {
-  switch (v) {
-    case DriftState::kMissing:
-      return "missing";
-    case DriftState::kDiffers:
-      return "differs";
-    case DriftState::kUnexpected:
-      return "unexpected";
-    case DriftState::kUnhealthy:
-      return "unhealthy";
-    case DriftState::kUnrecoverable:
-      return "unrecoverable";
-  }
-  return "?";
+  return kDriftStateNames.Name(v);
 }
 
 const char* ToString(Remedy v) {
-  switch (v) {
-    case Remedy::kCreate:
-      return "create";
-    case Remedy::kUpdateInPlace:
-      return "update_in_place";
-    case Remedy::kRewrite:
-      return "rewrite";
-    case Remedy::kReload:
-      return "reload";
-    case Remedy::kReportOnly:
-      return "report_only";
-    case Remedy::kUnsatisfiable:
-      return "unsatisfiable";
-    case Remedy::kPrune:
-      return "prune";
-    case Remedy::kLeave:
-      return "leave";
-  }
-  return "?";
+  return kRemedyNames.Name(v);
 }
 
 const char* ToString(ActionKind v) {
-  switch (v) {
-    case ActionKind::kWriteUsersFile:
-      return "write_users_file";
-    case ActionKind::kReloadServer:
-      return "reload_server";
-    case ActionKind::kCreateStream:
-      return "create_stream";
-    case ActionKind::kUpdateStream:
-      return "update_stream";
-    case ActionKind::kDeleteStream:
-      return "delete_stream";
-    case ActionKind::kCreateConsumer:
-      return "create_consumer";
-    case ActionKind::kUpdateConsumer:
-      return "update_consumer";
-    case ActionKind::kDeleteConsumer:
-      return "delete_consumer";
-  }
-  return "?";
+  return kActionKindNames.Name(v);
 }
 
 ObjectKind KindOf(ActionKind v) {

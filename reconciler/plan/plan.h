@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/desired.h"
+#include "model/enum_names.h"
 #include "model/names.h"
 #include "model/users_file.h"
 #include "observers/observed.h"
@@ -20,12 +21,26 @@
 namespace mesh::reconciler {
 
 enum class ObjectKind { kUsersFile, kStream, kConsumer };
+inline constexpr EnumNames<ObjectKind, 3> kObjectKindNames{{{
+    {ObjectKind::kUsersFile, "users_file"},
+    {ObjectKind::kStream, "stream"},
+    {ObjectKind::kConsumer, "consumer"},
+}}};
+static_assert(kObjectKindNames.Dense());
 // kUnhealthy: present, but the server's /healthz reports it unhealthy (its words in the note);
 //   information only, nothing to do, so it does not make a plan unconverged.
 // kUnrecoverable: desired, absent from the server's lists, and the server reports a store under
 //   that name it could not load ("could not be recovered": damaged, half-created at a crash, or
 //   still being removed after a deletion). Never created over, never deleted (docs/faults.md).
 enum class DriftState { kMissing, kDiffers, kUnexpected, kUnhealthy, kUnrecoverable };
+inline constexpr EnumNames<DriftState, 5> kDriftStateNames{{{
+    {DriftState::kMissing, "missing"},
+    {DriftState::kDiffers, "differs"},
+    {DriftState::kUnexpected, "unexpected"},
+    {DriftState::kUnhealthy, "unhealthy"},
+    {DriftState::kUnrecoverable, "unrecoverable"},
+}}};
+static_assert(kDriftStateNames.Dense());
 // What the reconciler will (or may) do about one drift entry.
 enum class Remedy {
   kCreate,         // missing: create it
@@ -37,6 +52,17 @@ enum class Remedy {
   kPrune,          // unexpected, and pruning was asked for: delete it
   kLeave,          // unexpected, pruning not asked for: report only
 };
+inline constexpr EnumNames<Remedy, 8> kRemedyNames{{{
+    {Remedy::kCreate, "create"},
+    {Remedy::kUpdateInPlace, "update_in_place"},
+    {Remedy::kRewrite, "rewrite"},
+    {Remedy::kReload, "reload"},
+    {Remedy::kReportOnly, "report_only"},
+    {Remedy::kUnsatisfiable, "unsatisfiable"},
+    {Remedy::kPrune, "prune"},
+    {Remedy::kLeave, "leave"},
+}}};
+static_assert(kRemedyNames.Dense());
 
 const char* ToString(ObjectKind v);  // "users_file", "stream", "consumer" (metric label values)
 // "missing", "differs", "unexpected", "unhealthy", "unrecoverable"
@@ -74,6 +100,17 @@ enum class ActionKind {
   kUpdateConsumer,
   kDeleteConsumer,
 };
+inline constexpr EnumNames<ActionKind, 8> kActionKindNames{{{
+    {ActionKind::kWriteUsersFile, "write_users_file"},
+    {ActionKind::kReloadServer, "reload_server"},
+    {ActionKind::kCreateStream, "create_stream"},
+    {ActionKind::kUpdateStream, "update_stream"},
+    {ActionKind::kDeleteStream, "delete_stream"},
+    {ActionKind::kCreateConsumer, "create_consumer"},
+    {ActionKind::kUpdateConsumer, "update_consumer"},
+    {ActionKind::kDeleteConsumer, "delete_consumer"},
+}}};
+static_assert(kActionKindNames.Dense());
 const char* ToString(ActionKind v);  // "write_users_file", "create_stream", ...
 // Metric labels for mesh_reconciler_repairs_total{kind,action}: kind as ObjectKind, action "create"
 // | "update" | "delete" | "write" | "reload".
