@@ -12,6 +12,7 @@
 
 #include "model/thread_safety.h"
 #include "observers/c_handle.h"
+#include "observers/jetstream_api.h"
 #include "observers/nats_error.h"
 #include "observers/server_version.h"
 #include "observers/tls_trust.h"
@@ -632,7 +633,7 @@ ApiReply BusConnection::Request(const ApiRequest& request) {
 Status BusConnection::SubscribeAdvisories() {
   Impl& impl = *impl_;
   void* closure = reinterpret_cast<void*>(impl.sink_id);
-  for (const char* subject : {"$JS.EVENT.ADVISORY.STREAM.>", "$JS.EVENT.ADVISORY.CONSUMER.>"}) {
+  for (const char* subject : {jsapi::kStreamAdvisories, jsapi::kConsumerAdvisories}) {
     natsSubscription* raw_sub = nullptr;
     natsStatus s =
         natsConnection_Subscribe(&raw_sub, impl.connection.get(), subject, OnAdvisory, closure);

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "model/json_read.h"
+#include "observers/jetstream_api.h"
 
 namespace mesh::observers {
 namespace {
@@ -25,10 +26,7 @@ using model::Retention;
 using model::Storage;
 using model::StreamSpec;
 
-constexpr const char* kStreamList = "$JS.API.STREAM.LIST";
-constexpr const char* kConsumerListPrefix = "$JS.API.CONSUMER.LIST.";
-constexpr const char* kStreamInfoPrefix = "$JS.API.STREAM.INFO.";
-constexpr int kStreamNotFound = 10059;  // JSStreamNotFoundErr
+using jsapi::kStreamNotFound;
 
 // ---- Reading JSON -----------------------------------------------------------------------------
 
@@ -279,7 +277,7 @@ void AddStream(const rapidjson::Value& item, const ObserveScope& scope,
 
 // Lists every stream: the first page, then all the other pages at once.
 Status ListStreams(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
-  std::vector<ApiRequest> requests = {{kStreamList, OffsetPayload(0)}};
+  std::vector<ApiRequest> requests = {{jsapi::StreamList(), OffsetPayload(0)}};
   std::map<std::string, ObservedStream> streams;
   std::map<std::string, std::string> undescribed;
   bool clustered = false;
@@ -290,7 +288,7 @@ Status ListStreams(BusConnection& bus, const ObserveScope& scope, ObservedJetStr
     for (size_t i = 0; i < requests.size(); ++i) {
       auto doc = Answer(requests[i], replies[i]);
       if (!doc.ok()) return doc.status();
-      auto page = ReadPage(*doc, "streams", kStreamList);
+      auto page = ReadPage(*doc, "streams", jsapi::StreamList());
       if (!page.ok()) return page.status();
       if (page->items != nullptr) {
         for (const auto& item : page->items->GetArray()) {
@@ -303,7 +301,7 @@ Status ListStreams(BusConnection& bus, const ObserveScope& scope, ObservedJetStr
       }
       if (first) {
         for (int64_t offset : RemainingOffsets(*page)) {
-          next.push_back({kStreamList, OffsetPayload(offset)});
+          next.push_back({jsapi::StreamList(), OffsetPayload(offset)});
         }
       }
     }
@@ -322,7 +320,7 @@ Status ListStreams(BusConnection& bus, const ObserveScope& scope, ObservedJetStr
 Status InfoStreams(BusConnection& bus, const std::set<StreamName>& names, const ObserveScope& scope,
                    ObservedJetStream& out) {
   std::vector<ApiRequest> requests;
-  for (const StreamName& name : names) requests.push_back({kStreamInfoPrefix + name.str(), ""});
+  for (const StreamName& name : names) requests.push_back({jsapi::StreamInfo(name.str()), ""});
   std::vector<ApiReply> replies = bus.RequestMany(requests);
   out.api_requests += static_cast<int>(requests.size());
   std::map<std::string, ObservedStream> streams;
@@ -365,7 +363,7 @@ Status ListConsumerBatch(BusConnection& bus, const ObserveScope& scope,
   std::vector<ApiRequest> requests;
   requests.reserve(pending.size());
   for (const PendingList& p : pending) {
-    requests.push_back({kConsumerListPrefix + p.stream, OffsetPayload(p.offset)});
+    requests.push_back({jsapi::ConsumerList(p.stream), OffsetPayload(p.offset)});
   }
   std::vector<ApiReply> replies = bus.RequestMany(requests, spread);
   out.api_requests += static_cast<int>(requests.size());

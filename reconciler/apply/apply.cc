@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "observers/jetstream.h"
+#include "observers/jetstream_api.h"
 #include "observers/monitor.h"
 #include "observers/regular_file.h"
 #include "observers/server_version.h"
@@ -44,7 +45,6 @@ namespace {
 
 constexpr auto kConfirmPollInterval = std::chrono::milliseconds(20);
 constexpr auto kMonitorRequestTimeout = std::chrono::milliseconds(2000);
-constexpr const char* kApiPrefix = "$JS.API.";
 
 std::string Errno(const std::string& what) {
   return what + ": " + std::strerror(errno);
@@ -84,9 +84,9 @@ ConsumerApi ConsumerApiOf(observers::BusConnection* bus) {
 }
 
 std::string ConsumerSubject(ConsumerApi api, const model::ConsumerSpec& spec) {
-  return std::string(kApiPrefix) +
-         (api == ConsumerApi::kActions ? "CONSUMER.CREATE." : "CONSUMER.DURABLE.CREATE.") +
-         spec.stream.str() + "." + spec.durable.str();
+  return api == ConsumerApi::kActions
+             ? observers::jsapi::ConsumerCreate(spec.stream.str(), spec.durable.str())
+             : observers::jsapi::ConsumerDurableCreate(spec.stream.str(), spec.durable.str());
 }
 
 // The subject and body of one JetStream API action.
@@ -94,15 +94,15 @@ observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
   observers::ApiRequest request;
   switch (action.kind) {
     case ActionKind::kCreateStream:
-      request.subject = std::string(kApiPrefix) + "STREAM.CREATE." + action.stream->name.str();
+      request.subject = observers::jsapi::StreamCreate(action.stream->name.str());
       request.payload = EncodeStreamConfig(*action.stream);
       break;
     case ActionKind::kUpdateStream:
-      request.subject = std::string(kApiPrefix) + "STREAM.UPDATE." + action.stream->name.str();
+      request.subject = observers::jsapi::StreamUpdate(action.stream->name.str());
       request.payload = EncodeStreamUpdate(*action.stream, action.observed_config);
       break;
     case ActionKind::kDeleteStream:
-      request.subject = std::string(kApiPrefix) + "STREAM.DELETE." + action.target_stream.str();
+      request.subject = observers::jsapi::StreamDelete(action.target_stream.str());
       break;
     case ActionKind::kCreateConsumer:
       // With actions, a create never overwrites what another writer made meanwhile (10148);
@@ -120,8 +120,8 @@ observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
           api == ConsumerApi::kActions ? ConsumerRequest::kUpdate : ConsumerRequest::kLegacy);
       break;
     case ActionKind::kDeleteConsumer:
-      request.subject = std::string(kApiPrefix) + "CONSUMER.DELETE." + action.target_stream.str() +
-                        "." + action.target_consumer.str();
+      request.subject = observers::jsapi::ConsumerDelete(action.target_stream.str(),
+                                                         action.target_consumer.str());
       break;
     case ActionKind::kWriteUsersFile:
     case ActionKind::kReloadServer:

@@ -24,16 +24,15 @@
 #include "model/json_read.h"
 #include "observers/bus.h"
 #include "observers/jetstream.h"
+#include "observers/jetstream_api.h"
 #include "reconciler/cli/commands.h"
 #include "reconciler/pass/records_source.h"
 
 namespace mesh::reconciler {
 namespace {
 
-constexpr const char* kApiPrefix = "$JS.API.";
-// The server's codes for an object that is not there (nats-server server/errors.json).
-constexpr int kStreamNotFound = 10059;
-constexpr int kConsumerNotFound = 10014;
+using observers::jsapi::kConsumerNotFound;
+using observers::jsapi::kStreamNotFound;
 
 constexpr char kShowStreamHelpText[] =
     R"(Usage: mesh-reconciler show-stream NAME [flags]
@@ -315,7 +314,7 @@ int RunShowStream(Settings& settings) {
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
   auto bus = Connect(settings);
   if (!bus.ok()) return CommandFail(kCommand, bus.status().ToString());
-  Answer info = Ask(**bus, std::string(kApiPrefix) + "STREAM.INFO." + name);
+  Answer info = Ask(**bus, observers::jsapi::StreamInfo(name));
   if (info.err_code == kStreamNotFound)
     return CommandFail(kCommand, "no stream " + name + " on the bus");
   if (!info.status.ok()) return CommandFail(kCommand, info.status.ToString());
@@ -338,12 +337,12 @@ int RunShowConsumer(Settings& settings) {
   const std::optional<std::string> mark = OptionalMark(settings, kCommand);
   auto bus = Connect(settings);
   if (!bus.ok()) return CommandFail(kCommand, bus.status().ToString());
-  Answer stream_info = Ask(**bus, std::string(kApiPrefix) + "STREAM.INFO." + stream);
+  Answer stream_info = Ask(**bus, observers::jsapi::StreamInfo(stream));
   if (stream_info.err_code == kStreamNotFound) {
     return CommandFail(kCommand, "no stream " + stream + " on the bus");
   }
   if (!stream_info.status.ok()) return CommandFail(kCommand, stream_info.status.ToString());
-  Answer info = Ask(**bus, std::string(kApiPrefix) + "CONSUMER.INFO." + stream + "." + name);
+  Answer info = Ask(**bus, observers::jsapi::ConsumerInfo(stream, name));
   if (info.err_code == kConsumerNotFound) {
     return CommandFail(kCommand, "no consumer " + name + " on stream " + stream);
   }
@@ -380,7 +379,7 @@ std::optional<int> BeforeDelete(Settings& settings, const char* command, size_t 
   if (!connected.ok()) return CommandFail(command, connected.status().ToString());
   bus = std::move(*connected);
   const std::string& stream = settings.positional[0];
-  Answer info = Ask(*bus, std::string(kApiPrefix) + "STREAM.INFO." + stream);
+  Answer info = Ask(*bus, observers::jsapi::StreamInfo(stream));
   if (info.err_code == kStreamNotFound)
     return CommandFail(command, "no stream " + stream + " on the bus");
   if (!info.status.ok()) return CommandFail(command, info.status.ToString());
@@ -413,7 +412,7 @@ int RunDeleteStream(Settings& settings) {
   std::unique_ptr<observers::BusConnection> bus;
   if (auto exit = BeforeDelete(settings, kCommand, 1, bus)) return *exit;
   const std::string& name = settings.positional[0];
-  return Delete(*bus, kCommand, std::string(kApiPrefix) + "STREAM.DELETE." + name, "stream " + name,
+  return Delete(*bus, kCommand, observers::jsapi::StreamDelete(name), "stream " + name,
                 kStreamNotFound,
                 "deleted stream " + name +
                     " (a running reconciler creates it again from the records on its next pass)");
@@ -425,7 +424,7 @@ int RunDeleteConsumer(Settings& settings) {
   if (auto exit = BeforeDelete(settings, kCommand, 2, bus)) return *exit;
   const std::string& stream = settings.positional[0];
   const std::string& name = settings.positional[1];
-  return Delete(*bus, kCommand, std::string(kApiPrefix) + "CONSUMER.DELETE." + stream + "." + name,
+  return Delete(*bus, kCommand, observers::jsapi::ConsumerDelete(stream, name),
                 "consumer " + name + " on stream " + stream, kConsumerNotFound,
                 "deleted consumer " + name + " on stream " + stream +
                     " (a running reconciler creates it again from the records on its next pass)");

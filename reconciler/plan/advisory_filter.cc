@@ -1,15 +1,16 @@
 #include "reconciler/plan/advisory_filter.h"
 
 #include "model/desired.h"
+#include "observers/jetstream_api.h"
 
 namespace mesh::reconciler {
 namespace {
 
-constexpr std::string_view kStreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
-constexpr std::string_view kStreamDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED.";
-constexpr std::string_view kStreamUpdated = "$JS.EVENT.ADVISORY.STREAM.UPDATED.";
-constexpr std::string_view kConsumerCreated = "$JS.EVENT.ADVISORY.CONSUMER.CREATED.";
-constexpr std::string_view kConsumerDeleted = "$JS.EVENT.ADVISORY.CONSUMER.DELETED.";
+using observers::jsapi::kConsumerCreated;
+using observers::jsapi::kConsumerDeleted;
+using observers::jsapi::kStreamCreated;
+using observers::jsapi::kStreamDeleted;
+using observers::jsapi::kStreamUpdated;
 
 constexpr std::string_view kStreamPrefixes[] = {kStreamCreated, kStreamDeleted, kStreamUpdated};
 constexpr std::string_view kConsumerPrefixes[] = {kConsumerCreated, kConsumerDeleted};
