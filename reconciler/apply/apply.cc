@@ -32,6 +32,7 @@
 #include <sstream>
 #include <thread>
 
+#include "model/json_read.h"
 #include "observers/jetstream.h"
 #include "observers/jetstream_api.h"
 #include "observers/monitor.h"
@@ -128,19 +129,6 @@ observers::ApiRequest RequestFor(const Action& action, ConsumerApi api) {
       break;
   }
   return request;
-}
-
-ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
-  ActionOutcome out{std::move(action), Outcome::kDone, 0, ""};
-  if (!reply.status.ok()) {
-    out.outcome = Outcome::kFailed;
-    out.detail = reply.status.ToString();
-  } else if (auto error = observers::ParseApiError(reply.payload)) {
-    out.outcome = Outcome::kRefused;
-    out.err_code = error->err_code;
-    out.detail = error->description;
-  }
-  return out;
 }
 
 // Requests built and replies held at once by SendAll. Replies to creations carry the whole
@@ -257,6 +245,16 @@ void ApplyUsersFile(Action action, const ApplyTargets& targets, std::vector<Acti
   out.push_back(Reload(name, targets));
 }
 
+bool IsDeletion(ActionKind kind) {
+  return kind == ActionKind::kDeleteStream || kind == ActionKind::kDeleteConsumer;
+}
+
+// A deletion's answer: {"success":true} (JSApiStreamDeleteResponse, JSApiConsumerDeleteResponse).
+bool Confirmed(std::string_view payload) {
+  std::optional<rapidjson::Document> doc = model::json::ParseObject(payload);
+  return doc && model::json::Bool(*doc, "success", false);
+}
+
 bool IsStreamAction(ActionKind kind) {
   return kind == ActionKind::kCreateStream || kind == ActionKind::kUpdateStream ||
          kind == ActionKind::kDeleteStream;
@@ -266,6 +264,22 @@ bool IsStreamAction(ActionKind kind) {
 
 const char* ToString(Outcome v) {
   return kOutcomeNames.Name(v);
+}
+
+ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply) {
+  ActionOutcome out{std::move(action), Outcome::kDone, 0, ""};
+  if (!reply.status.ok()) {
+    out.outcome = Outcome::kFailed;
+    out.detail = reply.status.ToString();
+  } else if (auto error = observers::ParseApiError(reply.payload)) {
+    out.outcome = Outcome::kRefused;
+    out.err_code = error->err_code;
+    out.detail = error->description;
+  } else if (IsDeletion(out.action.kind) && !Confirmed(reply.payload)) {
+    out.outcome = Outcome::kFailed;
+    out.detail = "the server did not confirm the deletion";
+  }
+  return out;
 }
 
 std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets) {

@@ -72,6 +72,11 @@ struct ApplyTargets {
   BeforeChunk before_chunk;  // lease fencing; empty: always send
 };
 
+// The outcome of one JetStream action from the server's reply: kFailed when no answer came (the
+// transport's status), kRefused with the server's err_code and words when it answered an error,
+// kFailed when a deletion's answer does not confirm it; kDone otherwise. Pure.
+ActionOutcome OutcomeOf(Action action, const observers::ApiReply& reply);
+
 // Takes the actions by value: each moves into its outcome (a first convergence can hold
 // thousands, each with its spec), so pass an rvalue when the caller keeps no copy.
 std::vector<ActionOutcome> Apply(std::vector<Action> actions, const ApplyTargets& targets);

@@ -25,6 +25,7 @@
 #include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "observers/jetstream_api.h"
+#include "reconciler/apply/apply.h"
 #include "reconciler/cli/commands.h"
 #include "reconciler/pass/records_source.h"
 
@@ -392,15 +393,24 @@ std::optional<int> BeforeDelete(Settings& settings, const char* command, size_t 
   return std::nullopt;
 }
 
-// Sends the deletion; the server answers {"success":true} or an error.
-int Delete(observers::BusConnection& bus, const char* command, const std::string& subject,
+// Sends the deletion through apply/, the one part of the reconciler that writes to the bus.
+int Delete(observers::BusConnection& bus, const char* command, Action action,
            const std::string& what, int not_found, const std::string& done) {
-  Answer answer = Ask(bus, subject);
-  if (answer.err_code == not_found) return CommandFail(command, "no " + what);
-  if (!answer.status.ok()) return CommandFail(command, what + ": " + answer.status.ToString());
-  if (!model::json::Bool(answer.doc, "success", false)) {
-    return CommandFail(command, what + ": the server did not confirm the deletion");
+  ApplyTargets targets;
+  targets.bus = &bus;
+  std::vector<ActionOutcome> outcomes = Apply({std::move(action)}, targets);
+  const ActionOutcome& outcome = outcomes.front();
+  if (outcome.outcome == Outcome::kRefused && outcome.err_code == not_found) {
+    return CommandFail(command, "no " + what);
   }
+  if (outcome.outcome == Outcome::kRefused) {
+    return CommandFail(
+        command, what + ": " +
+                     Status(Errc::kRefused,
+                            outcome.detail + " (err_code " + std::to_string(outcome.err_code) + ")")
+                         .ToString());
+  }
+  if (outcome.outcome != Outcome::kDone) return CommandFail(command, what + ": " + outcome.detail);
   std::printf("%s\n", done.c_str());
   return kExitOk;
 }
@@ -412,8 +422,11 @@ int RunDeleteStream(Settings& settings) {
   std::unique_ptr<observers::BusConnection> bus;
   if (auto exit = BeforeDelete(settings, kCommand, 1, bus)) return *exit;
   const std::string& name = settings.positional[0];
-  return Delete(*bus, kCommand, observers::jsapi::StreamDelete(name), "stream " + name,
-                kStreamNotFound,
+  Action action;
+  action.kind = ActionKind::kDeleteStream;
+  action.name = name;
+  action.target_stream = StreamName(name);
+  return Delete(*bus, kCommand, std::move(action), "stream " + name, kStreamNotFound,
                 "deleted stream " + name +
                     " (a running reconciler creates it again from the records on its next pass)");
 }
@@ -424,8 +437,13 @@ int RunDeleteConsumer(Settings& settings) {
   if (auto exit = BeforeDelete(settings, kCommand, 2, bus)) return *exit;
   const std::string& stream = settings.positional[0];
   const std::string& name = settings.positional[1];
-  return Delete(*bus, kCommand, observers::jsapi::ConsumerDelete(stream, name),
-                "consumer " + name + " on stream " + stream, kConsumerNotFound,
+  Action action;
+  action.kind = ActionKind::kDeleteConsumer;
+  action.name = stream + "/" + name;  // as the plan names consumers
+  action.target_stream = StreamName(stream);
+  action.target_consumer = ConsumerName(name);
+  return Delete(*bus, kCommand, std::move(action), "consumer " + name + " on stream " + stream,
+                kConsumerNotFound,
                 "deleted consumer " + name + " on stream " + stream +
                     " (a running reconciler creates it again from the records on its next pass)");
 }

@@ -270,6 +270,38 @@ TEST_CASE("ConfirmReload never assumes: an unreachable monitor is a failure", "[
 
 // ---------- apply without a server ----------
 
+// The deletions of the CLI's delete-stream and delete-consumer go through Apply too, which
+// then holds the check the CLI made: a deletion counts only when the server confirms it.
+TEST_CASE("OutcomeOf: no answer fails, an error is refused, a deletion needs its confirmation",
+          "[apply]") {
+  Action create = StreamAction(ActionKind::kCreateStream, TestStream("A", "t.a.*"));
+  Action remove;
+  remove.kind = ActionKind::kDeleteStream;
+  remove.target_stream = StreamName(std::string("A"));
+
+  ActionOutcome timeout = OutcomeOf(create, {Status(Errc::kTimeout, "no reply"), ""});
+  CHECK(timeout.outcome == Outcome::kFailed);
+  CHECK(timeout.detail == "timeout: no reply");
+
+  ActionOutcome refused = OutcomeOf(
+      remove,
+      {Status::Ok(), R"({"type":"io.nats.jetstream.api.v1.stream_delete_response",)"
+                     R"("error":{"code":404,"err_code":10059,"description":"stream not found"}})"});
+  CHECK(refused.outcome == Outcome::kRefused);
+  CHECK(refused.err_code == 10059);
+  CHECK(refused.detail == "stream not found");
+
+  CHECK(OutcomeOf(remove, {Status::Ok(), R"({"success":true})"}).outcome == Outcome::kDone);
+  for (const char* unconfirmed : {R"({"success":false})", "{}", "not json"}) {
+    INFO(unconfirmed);
+    ActionOutcome o = OutcomeOf(remove, {Status::Ok(), unconfirmed});
+    CHECK(o.outcome == Outcome::kFailed);
+    CHECK(o.detail == "the server did not confirm the deletion");
+  }
+  // A creation answers with the stream's info, which has no "success".
+  CHECK(OutcomeOf(create, {Status::Ok(), R"({"config":{"name":"A"}})"}).outcome == Outcome::kDone);
+}
+
 TEST_CASE("Apply without a bus: API actions fail, consumers of an uncreated stream are skipped",
           "[apply]") {
   const model::StreamSpec stream = TestStream("S1", "t.s1.>");
