@@ -37,7 +37,7 @@
 
 #include "model/result.h"
 #include "model/thread_safety.h"
-#include "observers/bus.h"
+#include "observers/bus_settings.h"
 #include "observers/certificate.h"
 
 namespace mesh::observers {
