@@ -163,8 +163,8 @@ void SendAll(std::vector<Action>& actions, const std::vector<size_t>& which,
       return fail_rest(begin, Outcome::kFailed, "not sent: not connected to the bus");
     }
     if (before_chunk) {
-      if (ChunkGate gate = before_chunk(); gate.verdict == ChunkVerdict::kStop) {
-        return fail_rest(begin, Outcome::kSkipped, "not sent: " + gate.reason);
+      if (ChunkDecision decision = before_chunk(); decision.verdict == ChunkVerdict::kStop) {
+        return fail_rest(begin, Outcome::kSkipped, "not sent: " + decision.reason);
       }
     }
     requests.clear();

@@ -57,11 +57,11 @@ struct ActionOutcome {
 // empty value gets `kSend` for every chunk. Returning kStop skips every remaining JetStream
 // action ("not sent: ..." with the reason); the users-file actions are not affected.
 enum class ChunkVerdict { kSend, kStop };
-struct ChunkGate {
+struct ChunkDecision {
   ChunkVerdict verdict = ChunkVerdict::kSend;
   std::string reason;  // kStop: why, for the skipped actions' detail
 };
-using BeforeChunk = std::function<ChunkGate()>;
+using BeforeChunk = std::function<ChunkDecision()>;
 
 struct ApplyTargets {
   observers::BusConnection* bus = nullptr;  // not owned; may be null when only the file is acted on

@@ -22,12 +22,12 @@ bool LowerThisThreadsPriority() {
 
 }  // namespace
 
-void StartHashThread(HashJob& job, PassGate& passes, BackgroundHashing hooks, uint64_t pass_id,
+void StartHashThread(HashJob& job, HashingPause& passes, BackgroundHashing hooks, uint64_t pass_id,
                      model::UsersScope scope) {
   HashJob* j = &job;
-  PassGate* gate = &passes;  // joined by StopHashJob before the gate goes
+  HashingPause* pause = &passes;  // joined by StopHashJob before the pause goes
   const int64_t total = job.pending.load();
-  job.thread = std::thread([j, gate, hooks = std::move(hooks), pass_id, total, scope] {
+  job.thread = std::thread([j, pause, hooks = std::move(hooks), pass_id, total, scope] {
     if (!LowerThisThreadsPriority()) {
       Log(LogLevel::kWarn, pass_id, "hashing at normal priority: setpriority refused",
           {{"error", std::strerror(errno)}});
@@ -36,7 +36,7 @@ void StartHashThread(HashJob& job, PassGate& passes, BackgroundHashing hooks, ui
     size_t logged_tenth = 0;
     // Called after each password (by one hashing thread at a time; the others wait for it).
     auto progress = [&](size_t done, size_t all) {
-      gate->WaitWhileHeld(j->cancelled);
+      pause->WaitWhileHeld(j->cancelled);
       j->pending.store(static_cast<int64_t>(all - done));
       if (hooks.progress) hooks.progress(static_cast<int64_t>(all - done));
       const size_t tenth = done * 10 / all;
@@ -61,7 +61,7 @@ void StartHashThread(HashJob& job, PassGate& passes, BackgroundHashing hooks, ui
   });
 }
 
-void StopHashJob(std::unique_ptr<HashJob>& job, PassGate& passes) {
+void StopHashJob(std::unique_ptr<HashJob>& job, HashingPause& passes) {
   if (!job) return;
   job->cancelled.store(true);
   passes.Wake();
@@ -69,7 +69,7 @@ void StopHashJob(std::unique_ptr<HashJob>& job, PassGate& passes) {
   job.reset();
 }
 
-HashingStop StopHashJobWithin(std::unique_ptr<HashJob>& job, PassGate& passes,
+HashingStop StopHashJobWithin(std::unique_ptr<HashJob>& job, HashingPause& passes,
                               std::chrono::milliseconds wait) {
   if (!job) return HashingStop::kStopped;
   job->cancelled.store(true);

@@ -1,7 +1,7 @@
-// The daemon's background hashing of new and changed passwords, and the gate that holds it
+// The daemon's background hashing of new and changed passwords, and the pause a pass holds on it
 // while a pass applies streams and consumers.
 //
-// Thread-safety: PassGate is safe from any thread. A HashJob is started, collected and stopped
+// Thread-safety: HashingPause is safe from any thread. A HashJob is started, collected and stopped
 // by the pass's thread only; while it runs, its hashing threads write `result`, `pending` and
 // `finished` (atomics, and `result` before `finished`) and read `cancelled`; `from`, `desired`
 // and `hasher` are the job's until `finished` (or until StopHashJob has joined it).
@@ -34,13 +34,13 @@ inline constexpr int kHashingNice = 19;
 // kHashingNice, but a nice value only weighs against threads of the same cgroup, and on 2 cores
 // even nice 19 hashing slowed the creations of an empty-store restore (restart_bench: 3.6 s
 // instead of 2.8 s until every stream and consumer was back); in a pod nats-server is another
-// container, where nice counts for nothing. So a pass holds this gate while it applies
+// container, where nice counts for nothing. So a pass holds this pause while it applies
 // JetStream actions (ChangesJetStream), and a hashing thread that has finished its current
 // password waits until no pass holds it (or the job is cancelled). Not for the whole pass: a
 // client forcing passes back to back while it polls for convergence kept the hashing waiting
 // (in one loaded run, 4 passwords at cost 12 took 14.5 s while 454 such passes ran, and a
 // daemon test timed out), and a pass that changes nothing has no creations to protect.
-class PassGate {
+class HashingPause {
  public:
   void Hold() EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
@@ -66,7 +66,7 @@ class PassGate {
                   [&]() REQUIRES(mutex_) { return holders_ == 0 || cancelled.load(); });
     --waiting_;
   }
-  // Threads in WaitWhileHeld now (held back, or about to find the gate open).
+  // Threads in WaitWhileHeld now (held back, or about to find it released).
   int waiting() const EXCLUDES(mutex_) {
     MutexLock lock(mutex_);
     return waiting_;
@@ -79,16 +79,16 @@ class PassGate {
   int waiting_ GUARDED_BY(mutex_) = 0;
 };
 
-// A hold on the gate for a scope (an apply).
-class PassGateHold {
+// A hold on the pause for a scope (an apply).
+class HashingPauseHold {
  public:
-  explicit PassGateHold(PassGate& gate) : gate_(gate) { gate_.Hold(); }
-  ~PassGateHold() { gate_.Release(); }
-  PassGateHold(const PassGateHold&) = delete;
-  PassGateHold& operator=(const PassGateHold&) = delete;
+  explicit HashingPauseHold(HashingPause& pause) : pause_(pause) { pause_.Hold(); }
+  ~HashingPauseHold() { pause_.Release(); }
+  HashingPauseHold(const HashingPauseHold&) = delete;
+  HashingPauseHold& operator=(const HashingPauseHold&) = delete;
 
  private:
-  PassGate& gate_;
+  HashingPause& pause_;
 };
 
 // The hashing of new and changed passwords on its own threads (the daemon). The job owns the
@@ -108,15 +108,15 @@ struct HashJob {
 // `passes` after each password, and calls `hooks` (progress after each password, ready at the
 // end unless cancelled). `job.pending` must hold the passwords to hash. `passes` must outlive
 // the thread (StopHashJob joins it).
-void StartHashThread(HashJob& job, PassGate& passes, BackgroundHashing hooks, uint64_t pass_id,
+void StartHashThread(HashJob& job, HashingPause& passes, BackgroundHashing hooks, uint64_t pass_id,
                      model::UsersScope scope);
 
 // Cancels the job, wakes its threads and joins it; `job` is then empty. Nothing when empty.
-void StopHashJob(std::unique_ptr<HashJob>& job, PassGate& passes);
+void StopHashJob(std::unique_ptr<HashJob>& job, HashingPause& passes);
 
 // Cancels the job and waits up to `wait` for the hashes under way: kStillRunning leaves `job`
 // as it is (its threads still hash), kStopped has joined and emptied it.
-HashingStop StopHashJobWithin(std::unique_ptr<HashJob>& job, PassGate& passes,
+HashingStop StopHashJobWithin(std::unique_ptr<HashJob>& job, HashingPause& passes,
                               std::chrono::milliseconds wait);
 
 }  // namespace mesh::reconciler

@@ -123,7 +123,7 @@ Result<std::unique_ptr<KvLeaseStore>> KvLeaseStore::Open(natsConnection* connect
 //   the lease until that member is back. So an instance that counts more members raises them.
 // - max age: a bucket made by an instance with a shorter time to live (an earlier release, whose
 //   time to live did not cover the request timeout; or a shorter --interval). A holder acts only
-//   while a write would end under the lease (GateForWrite), so with a max age under the time to
+//   while a write would end under the lease (AccessForWrite), so with a max age under the time to
 //   live it wants it could act too little, or not at all. Raised, ttl() is the new max age.
 void KvLeaseStore::RaiseBucket(int has_replicas, int wanted_replicas,
                                std::chrono::milliseconds wanted_ttl) {

@@ -124,6 +124,7 @@ class LeaseKeeper {
   Status DeleteBusHold(natsConnection* connection, int cluster_size);
 
   const Lease& lease() const { return lease_; }
+  const LeaseState& state() const { return lease_.state(); }
   const BusHoldView& bus_hold() const { return bus_hold_; }
   // What a round found of the bucket's replicas (raised, or why not: KvLeaseStore::Open) when
   // that changed since the last one taken; empty otherwise. For the log, once per change.

@@ -43,9 +43,9 @@ observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
 
 // A server that is not ready (e.g. still recovering its store) would make every stream look
 // missing, and recreating them would fight the recovery: no observation, no plan.
-// After apply, the gate is not needed: nothing more is acted on, and a cluster that has just
+// After apply, the check is not needed: nothing more is acted on, and a cluster that has just
 // created replicated objects reports them "not current" on /healthz until the replicas catch up.
-enum class ReadinessGate { kRequired, kNotRequired };
+enum class ReadinessRequirement { kRequired, kNotRequired };
 
 Status ServerReady(const observers::ObservedServer& server) {
   if (!server.monitor_configured || server.ready) return Status::Ok();
@@ -106,9 +106,10 @@ struct Reconciler::Impl {
   Status Connect(uint64_t pass_id);
   // The server's id for `bus`'s connection; nullopt when there is none.
   std::optional<uint64_t> BusClientId() const { return bus ? bus->client_id() : std::nullopt; }
-  // `readiness` is set to kNotReady when the gate stopped the observation.
+  // `readiness` is set to kNotReady when the readiness check stopped the observation.
   // `known`: consumers already known from this pass's acknowledged creations (ObserveScope).
-  Result<observers::ObservedState> Observe(uint64_t pass_id, ReadinessGate gate,
+  Result<observers::ObservedState> Observe(uint64_t pass_id,
+                                           ReadinessRequirement readiness_required,
                                            ServerReadiness* readiness = nullptr,
                                            const observers::KnownConsumers* known = nullptr);
   // The named streams alone, before (or, for kRepair, instead of) the whole account: observed
@@ -132,7 +133,7 @@ struct Reconciler::Impl {
   // Apply's hook before each chunk of JetStream actions (lease fencing): renews the lease when a
   // round is due (a long pass must not outlive its lease), then lets the chunk go only while
   // this instance still holds it.
-  ChunkGate LeaseFence(uint64_t pass_id);
+  ChunkDecision LeaseFence(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
   // A rotated password (Reconciler::RotatePassword), at the start of a pass: it is rendered
   // from now on; the hashes the users file holds are still proven with the old key.
@@ -185,12 +186,12 @@ struct Reconciler::Impl {
   // Whether `rendered` is the users file for `desired` (kReady), an interim file with the
   // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
   // kEstimate: `plan`'s rendering without bcrypt (RenderForPlan), never written.
-  enum class UsersFile { kReady, kInterim, kPending, kEstimate } users_state = UsersFile::kPending;
+  enum class Rendering { kReady, kInterim, kPending, kEstimate } rendering = Rendering::kPending;
   int64_t unhashed_for_plan = 0;     // RenderForPlan's marked entries
   int64_t other_cost_kept = 0;       // proven hashes of another cost, kept (Render)
   int64_t other_cost_to_rehash = 0;  // the same with --rehash: to hash again
   std::optional<BackgroundHashing> background;
-  PassGate gate;  // held while a pass applies JetStream actions; the job's threads wait on it
+  HashingPause hashing_pause;  // held while a pass applies JetStream actions; hashing waits
   std::unique_ptr<HashJob> job;
   Contests contests;  // per object, across passes (fight detection)
   // The connection (and its reconnect count) the contests were seen on.
@@ -289,10 +290,10 @@ bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
                               : model::Credential{model::Credential::Kind::kPlain, own_password};
     desired = model::Derive(*last_valid, identity);
     derived_from = *last_valid;
-    users_state = UsersFile::kPending;
+    rendering = Rendering::kPending;
     rendered = {};
   }
-  if (users_state != UsersFile::kReady && !Render(report)) {
+  if (rendering != Rendering::kReady && !Render(report)) {
     derived_from.reset();  // the next pass renders again
     return false;
   }
@@ -362,7 +363,7 @@ std::vector<observers::ObjectHealth> UnhealthyOf(const observers::ObservedState&
 bool Reconciler::Impl::Render(PassReport& report) {
   if (settings.users_file.empty()) {
     rendered = {};
-    users_state = UsersFile::kReady;
+    rendering = Rendering::kReady;
     return true;
   }
   if (own_password.empty()) {
@@ -376,12 +377,12 @@ bool Reconciler::Impl::Render(PassReport& report) {
     if (!job->finished.load()) {
       // Still hashing: the interim file (if any) was planned by an earlier pass; from now on
       // the users file waits for the job.
-      if (users_state == UsersFile::kInterim) users_state = UsersFile::kPending;
+      if (rendering == Rendering::kInterim) rendering = Rendering::kPending;
       report.credentials_pending = job->pending.load();
       return true;
     }
     if (!CollectHashJob(report)) return false;
-    if (users_state == UsersFile::kReady) return true;
+    if (rendering == Rendering::kReady) return true;
   }
   if (!hasher) {
     hasher = std::make_unique<model::BcryptHasher>(own_password, settings.bcrypt_cost);
@@ -460,13 +461,13 @@ bool Reconciler::Impl::RenderForPlan(PassReport& report) {
     return false;
   }
   rendered = std::move(*file);
-  users_state = UsersFile::kEstimate;
+  rendering = Rendering::kEstimate;
   return true;
 }
 
 // The note of the users file's drift entry when `plan` left passwords unhashed.
 void Reconciler::Impl::NoteUnhashed(PassReport& report) const {
-  if (users_state != UsersFile::kEstimate || unhashed_for_plan == 0) return;
+  if (rendering != Rendering::kEstimate || unhashed_for_plan == 0) return;
   for (DriftEntry& entry : report.plan.drift) {
     if (entry.kind != ObjectKind::kUsersFile) continue;
     std::string note = std::to_string(unhashed_for_plan) +
@@ -493,7 +494,7 @@ bool Reconciler::Impl::RenderInline(PassReport& report) {
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
       {{"entries", file->blocks.size()}, {"passwords_hashed", report.passwords_hashed}});
   rendered = std::move(*file);
-  users_state = UsersFile::kReady;
+  rendering = Rendering::kReady;
   return true;
 }
 
@@ -501,7 +502,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
                                     const model::HashedCredentials& reusable) {
   const UserName own(settings.bus.user);
   const uint64_t calls_before = hasher->bcrypt_calls();
-  users_state = UsersFile::kPending;
+  rendering = Rendering::kPending;
   rendered = {};
   if (!reusable.count(own)) {
     // The file lacks a (proven) entry of our own: without it the reconciler may not get in,
@@ -540,7 +541,7 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
     if (!file.ok()) return false;  // e.g. only our own entry: hash everything here instead
     report.passwords_hashed = static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
     rendered = std::move(*file);
-    users_state = UsersFile::kInterim;
+    rendering = Rendering::kInterim;
   }
 
   job = std::make_unique<HashJob>();
@@ -555,9 +556,9 @@ bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& exist
       {{"pending", total},
        {"threads", std::max(1u, std::thread::hardware_concurrency())},
        {"nice", kHashingNice},
-       {"own_entry_first", users_state == UsersFile::kInterim}});
+       {"own_entry_first", rendering == Rendering::kInterim}});
   if (background->progress) background->progress(total);
-  StartHashThread(*job, gate, *background, pass_id, settings.users_scope);
+  StartHashThread(*job, hashing_pause, *background, pass_id, settings.users_scope);
   return true;
 }
 
@@ -573,18 +574,18 @@ bool Reconciler::Impl::CollectHashJob(PassReport& report) {
     return false;
   }
   rendered = std::move(*result);
-  users_state = UsersFile::kReady;
+  rendering = Rendering::kReady;
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
       {{"entries", rendered.blocks.size()}, {"hashing", "background"}});
   return true;
 }
 
 void Reconciler::Impl::StopHashJob() {
-  mesh::reconciler::StopHashJob(job, gate);
+  mesh::reconciler::StopHashJob(job, hashing_pause);
 }
 
 HashingStop Reconciler::Impl::StopHashJobWithin(std::chrono::milliseconds wait) {
-  return mesh::reconciler::StopHashJobWithin(job, gate, wait);
+  return mesh::reconciler::StopHashJobWithin(job, hashing_pause, wait);
 }
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
@@ -641,7 +642,8 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
 // Without one (Run's early attempt failed, or a later Observe found it lost), readiness is
 // checked before connecting, so that a server that is down or not yet ready is reported as
 // such rather than as the failed connect.
-Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, ReadinessGate gate,
+Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
+                                                           ReadinessRequirement readiness_required,
                                                            ServerReadiness* readiness,
                                                            const observers::KnownConsumers* known) {
   const bool overlap = bus && bus->connected();
@@ -654,7 +656,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id, Rea
     if (!ready.ok() && observed.server.reachable && readiness != nullptr) {
       *readiness = ServerReadiness::kNotReady;
     }
-    if (ready.ok() || gate == ReadinessGate::kRequired) return ready;
+    if (ready.ok() || readiness_required == ReadinessRequirement::kRequired) return ready;
     Log(LogLevel::kInfo, pass_id, "server not yet current after apply; listing anyway",
         {{"reason", ready.message()}});
     return Status::Ok();
@@ -816,7 +818,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     report.outcomes = std::move(first_outcomes);
   };
   Result<observers::ObservedState> observed =
-      Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
+      Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
   if (!observed.ok()) {
     report.status = observed.status();
     if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
@@ -832,12 +834,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).
-  const PlanOptions options{
-      settings.prune, users_state == UsersFile::kPending ? std::string() : settings.users_file,
-      static_cast<int64_t>(geteuid())};
+  const PlanOptions options{settings.prune,
+                            rendering == Rendering::kPending ? std::string() : settings.users_file,
+                            static_cast<int64_t>(geteuid())};
   if (!settings.users_file.empty()) {
     report.users_file_check =
-        users_state == UsersFile::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
+        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
   }
   // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
   // pod beside the daemon, it must not move the lease away from (or onto) anyone.
@@ -852,7 +854,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   NoteUnhashed(report);
   if (mode == ApplyMode::kApply &&
       recreation.WaitForRemovedStores(pass_id, *observed, report.plan, BusClientId())) {
-    observed = Observe(pass_id, ReadinessGate::kRequired, &report.readiness);
+    observed = Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
     if (!observed.ok()) {
       report.status = observed.status();
       put_first();
@@ -870,12 +872,12 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   // A standby (or an instance unsure of the lease) applies only its own users file; under a
   // bus hold nothing is applied, and with the hold unknown, only the users file.
   std::vector<Action> allowed =
-      ActionsAllowed(report.plan.actions, GateFor(report.lease, Clock::now()));
+      ActionsAllowed(report.plan.actions, AccessFor(report.lease, Clock::now()));
   if (mode == ApplyMode::kApply && lease && !allowed.empty()) {
     const HoldVerdict verdict = CheckBusHold(pass_id, report);
     if (verdict == HoldVerdict::kHeld) allowed.clear();
     if (verdict == HoldVerdict::kUnknown) {
-      allowed = ActionsAllowed(std::move(allowed), JetStreamGate::kUsersFileOnly);
+      allowed = ActionsAllowed(std::move(allowed), JetStreamAccess::kUsersFileOnly);
     }
   }
   if (mode == ApplyMode::kApply && !allowed.empty()) {
@@ -885,8 +887,8 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     targets.pid_file = settings.pid_file;
     targets.monitor_url = settings.monitor_url;
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
-    std::optional<PassGateHold> holding;
-    if (ChangesJetStream(allowed)) holding.emplace(gate);
+    std::optional<HashingPauseHold> holding;
+    if (ChangesJetStream(allowed)) holding.emplace(hashing_pause);
     report.outcomes = settings.bus.password == own_password
                           ? Apply(std::move(allowed), targets)
                           : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
@@ -894,7 +896,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     NoteUpdates(report, report.plan);
     const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
     Result<observers::ObservedState> after =
-        Observe(pass_id, ReadinessGate::kNotRequired, nullptr, &known);
+        Observe(pass_id, ReadinessRequirement::kNotRequired, nullptr, &known);
     if (!after.ok()) {
       report.status =
           Status(after.status().code(), "observing after apply: " + after.status().message());
@@ -950,18 +952,18 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   report.remaining = plan_file().drift;
 }
 
-ChunkGate Reconciler::Impl::LeaseFence(uint64_t pass_id) {
+ChunkDecision Reconciler::Impl::LeaseFence(uint64_t pass_id) {
   // A chunk is answered (or times out, perhaps carried out all the same) within the request
   // timeout: it is sent only when it would end under the lease. A round renews the lease when
   // one is due, or when too little of it is left for the chunk.
   const std::chrono::milliseconds longest = settings.bus.request_timeout;
   if (bus && bus->connected() &&
       (Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval) ||
-       GateForWrite(lease->lease().state(), Clock::now(), longest) != JetStreamGate::kAct)) {
+       AccessForWrite(lease->state(), Clock::now(), longest) != JetStreamAccess::kAct)) {
     LeaseRound(pass_id);
   }
-  const LeaseState& state = lease->lease().state();
-  if (GateForWrite(state, Clock::now(), longest) == JetStreamGate::kAct) return {};
+  const LeaseState& state = lease->state();
+  if (AccessForWrite(state, Clock::now(), longest) == JetStreamAccess::kAct) return {};
   Log(LogLevel::kWarn, pass_id, "lease lapsed during the pass: not applying the rest",
       {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
   return {ChunkVerdict::kStop,
@@ -986,7 +988,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
   const Clock::time_point begin = Clock::now();
   // Only an instance that may act on JetStream now: the holder (as its last round saw it) or
   // one without a lease. Anyone else leaves it to the full pass, which runs the lease round.
-  if (lease && GateFor(lease->lease().state(), Clock::now()) != JetStreamGate::kAct) return;
+  if (lease && AccessFor(lease->state(), Clock::now()) != JetStreamAccess::kAct) return;
   const uint64_t pass_id = report.pass_id;
   const PlanOptions options{settings.prune, std::string(), static_cast<int64_t>(geteuid())};
   Result<observers::ObservedState> observed = ObserveNamed(named);
@@ -1014,7 +1016,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     ApplyTargets targets;
     targets.bus = bus.get();
     if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
-    const PassGateHold holding(gate);  // only streams and consumers here
+    const HashingPauseHold holding(hashing_pause);  // only streams and consumers here
     report.outcomes = Apply(std::move(actions), targets);
     NoteUpdates(report, plan);
   }
@@ -1044,7 +1046,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
 
 LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
   last_lease_round = Clock::now();
-  const LeaseState before = lease->lease().state();
+  const LeaseState before = lease->state();
   const BusHoldView hold_before = lease->bus_hold();
   LeaseState state =
       lease->Round(bus->native_handle(), cluster_size, Clock::now(), UnixMillisNow());
@@ -1130,7 +1132,7 @@ bool Reconciler::Impl::ConnectWithRotatedPassword(uint64_t pass_id, const PlanRe
   if (settings.bus.password == own_password) return false;
   // The server holds our new entry when the rendering has it (not while it is being hashed),
   // and either the file needed nothing or it was written and the reload confirmed.
-  if (users_state == UsersFile::kPending) return false;
+  if (rendering == Rendering::kPending) return false;
   const bool file_drift =
       std::any_of(plan.drift.begin(), plan.drift.end(),
                   [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
@@ -1202,7 +1204,7 @@ LeaseChange Reconciler::RunLeaseRound() {
   Impl& impl = *impl_;
   // Before the first pass (no keeper yet) or without a bus, the next pass runs the round.
   if (!impl.lease || !impl.bus || !impl.bus->connected()) return LeaseChange::kNone;
-  const bool was_holder = impl.lease->lease().state().role == LeaseRole::kHolder;
+  const bool was_holder = impl.lease->state().role == LeaseRole::kHolder;
   const bool was_held = impl.lease->bus_hold().hold.has_value();
   const LeaseState state = impl.LeaseRound(0);
   if (state.role == LeaseRole::kHolder && !was_holder) return LeaseChange::kAcquired;
@@ -1246,7 +1248,7 @@ void Reconciler::ReleaseLease() {
 
 LeaseState Reconciler::lease_state() const {
   if (!impl_->lease) return LeaseState{};
-  return impl_->lease->lease().state();
+  return impl_->lease->state();
 }
 
 bool Reconciler::bus_connected() const {

@@ -147,17 +147,17 @@ std::string LeaseIdentity(std::string_view host, uint32_t random) {
   return name + suffix;
 }
 
-JetStreamGate GateFor(const LeaseState& state, LeaseClock::time_point now) {
-  return MayAct(state, now) ? JetStreamGate::kAct : JetStreamGate::kUsersFileOnly;
+JetStreamAccess AccessFor(const LeaseState& state, LeaseClock::time_point now) {
+  return MayAct(state, now) ? JetStreamAccess::kAct : JetStreamAccess::kUsersFileOnly;
 }
 
-JetStreamGate GateForWrite(const LeaseState& state, LeaseClock::time_point now,
-                           std::chrono::milliseconds longest_write) {
-  return GateFor(state, now + longest_write);
+JetStreamAccess AccessForWrite(const LeaseState& state, LeaseClock::time_point now,
+                               std::chrono::milliseconds longest_write) {
+  return AccessFor(state, now + longest_write);
 }
 
-std::vector<Action> ActionsAllowed(std::vector<Action> actions, JetStreamGate gate) {
-  if (gate == JetStreamGate::kAct) return actions;
+std::vector<Action> ActionsAllowed(std::vector<Action> actions, JetStreamAccess access) {
+  if (access == JetStreamAccess::kAct) return actions;
   std::erase_if(actions, [](const Action& a) { return KindOf(a.kind) != ObjectKind::kUsersFile; });
   return actions;
 }

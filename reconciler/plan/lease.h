@@ -16,7 +16,7 @@
 // replica); it may then act until `valid_until` = the start of that round + 3/4 of the time to
 // live, measured on its own steady clock. A write to the bus may take up to the request timeout
 // to be answered (or to time out while the server still carries it out), so the holder starts
-// one only when it would end before `valid_until` (GateForWrite), and the time to live is at
+// one only when it would end before `valid_until` (AccessForWrite), and the time to live is at
 // least four request timeouts: a write started under the lease ends before any other instance
 // can hold it. Every pass runs one round, and between passes every instance runs one each
 // quarter interval (LeaseRoundFor): the holder renews every quarter interval, long before its
@@ -58,7 +58,7 @@ std::vector<std::string> LeasePublishAllow();
 // The time to live for a pass interval and the bus's request timeout: 1.5 intervals (six lease
 // rounds, so a slow pass or a slow round still renews in time), and at least four request
 // timeouts (a renewal and the write after it both fit in the 3/4 of it a holder may act:
-// GateForWrite), and at least one second.
+// AccessForWrite), and at least one second.
 std::chrono::milliseconds LeaseTtlFor(std::chrono::milliseconds interval,
                                       std::chrono::milliseconds request_timeout);
 // How often an instance runs a lease round between passes: a quarter interval, at least 250 ms.
@@ -179,17 +179,17 @@ class Lease {
 std::string LeaseIdentity(std::string_view host, uint32_t random);
 
 // Whether a pass may act on JetStream objects.
-enum class JetStreamGate { kAct, kUsersFileOnly };
-JetStreamGate GateFor(const LeaseState& state, LeaseClock::time_point now);
+enum class JetStreamAccess { kAct, kUsersFileOnly };
+JetStreamAccess AccessFor(const LeaseState& state, LeaseClock::time_point now);
 // Whether a write to JetStream may start at `now`: it is answered, or times out, within
 // `longest_write` (the request timeout), and must end while this instance still holds the
 // lease, since the server may carry out a write whose answer never came. Without a lease
 // (kOff), always.
-JetStreamGate GateForWrite(const LeaseState& state, LeaseClock::time_point now,
-                           std::chrono::milliseconds longest_write);
+JetStreamAccess AccessForWrite(const LeaseState& state, LeaseClock::time_point now,
+                               std::chrono::milliseconds longest_write);
 
-// The actions a pass may apply under `gate`: all of them, or only the users-file actions (a
+// The actions a pass may apply under `access`: all of them, or only the users-file actions (a
 // standby keeps its own server's users file; the JetStream objects are the holder's).
-std::vector<Action> ActionsAllowed(std::vector<Action> actions, JetStreamGate gate);
+std::vector<Action> ActionsAllowed(std::vector<Action> actions, JetStreamAccess access);
 
 }  // namespace mesh::reconciler

@@ -577,7 +577,7 @@ TEST_CASE("Apply stops in the middle when the chunk gate says the lease lapsed",
   }
   ApplyTargets targets = s.Targets();
   int asked = 0;
-  targets.before_chunk = [&]() -> ChunkGate {
+  targets.before_chunk = [&]() -> ChunkDecision {
     ++asked;
     if (asked == 1) return {};
     return {ChunkVerdict::kStop, "this instance no longer holds the lease (standby)"};

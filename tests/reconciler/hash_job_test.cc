@@ -1,8 +1,8 @@
-// The daemon's background hashing (reconciler/pass/hash_job.h) and the gate a pass holds while
-// it applies streams and consumers: no server, no timing. What the gate promises is shown with
-// the gate held from the start: a hashing thread that finishes a password waits at the gate
+// The daemon's background hashing (reconciler/pass/hash_job.h) and the pause a pass holds while
+// it applies streams and consumers: no server, no timing. What the pause promises is shown with
+// the pause held from the start: a hashing thread that finishes a password waits at the pause
 // before it reports it, so nothing is reported and no thread starts another password until the
-// gate is released (each thread finishes at most the one it had begun).
+// pause is released (each thread finishes at most the one it had begun).
 #include "reconciler/pass/hash_job.h"
 
 #include <algorithm>
@@ -63,26 +63,26 @@ struct Seen {
   }
 };
 
-TEST_CASE("hashing held by a pass's gate reports nothing and begins no password until released",
+TEST_CASE("hashing held by a pass's pause reports nothing and begins no password until released",
           "[pass][hashing]") {
   std::unique_ptr<HashJob> job = JobForGeneratedMesh();
   const int64_t total = job->pending.load();
   REQUIRE(total > 2 * Cores());  // else every thread's one password could be all of them
   model::BcryptHasher* hasher = job->hasher.get();
-  PassGate gate;
+  HashingPause pause;
   Seen seen;
-  gate.Hold();  // a pass applying when the job starts
-  StartHashThread(*job, gate, seen.Hooks(), 1, model::UsersScope::kServer);
+  pause.Hold();  // a pass applying when the job starts
+  StartHashThread(*job, pause, seen.Hooks(), 1, model::UsersScope::kServer);
 
-  // A thread has finished a password and waits at the gate: the others, once done with theirs,
+  // A thread has finished a password and waits at the pause: the others, once done with theirs,
   // wait for it (HashAll reports one password at a time), so none begins another.
-  REQUIRE(WaitFor([&] { return gate.waiting() == 1; }));
+  REQUIRE(WaitFor([&] { return pause.waiting() == 1; }));
   CHECK(seen.calls() == 0);
   CHECK(job->pending.load() == total);
   CHECK(!job->finished.load());
   CHECK(hasher->bcrypt_calls() <= static_cast<uint64_t>(Cores()));
 
-  gate.Release();  // the apply is over
+  pause.Release();  // the apply is over
   REQUIRE(WaitFor([&] { return job->finished.load(); }));
   CHECK(seen.is_ready());
   REQUIRE(job->result.has_value());
@@ -94,37 +94,37 @@ TEST_CASE("hashing held by a pass's gate reports nothing and begins no password 
     CHECK(seen.pending.back() == 0);
     CHECK(seen.pending.size() == static_cast<size_t>(total) + 1);  // each password, then the end
   }
-  StopHashJob(job, gate);
+  StopHashJob(job, pause);
   CHECK(job == nullptr);
 }
 
-TEST_CASE("hashing held at the gate stops when cancelled, without the ready hook",
+TEST_CASE("hashing held by the pause stops when cancelled, without the ready hook",
           "[pass][hashing]") {
   std::unique_ptr<HashJob> job = JobForGeneratedMesh();
-  PassGate gate;
+  HashingPause pause;
   Seen seen;
-  gate.Hold();
-  StartHashThread(*job, gate, seen.Hooks(), 1, model::UsersScope::kServer);
-  REQUIRE(WaitFor([&] { return gate.waiting() == 1; }));
+  pause.Hold();
+  StartHashThread(*job, pause, seen.Hooks(), 1, model::UsersScope::kServer);
+  REQUIRE(WaitFor([&] { return pause.waiting() == 1; }));
 
-  // The gate is still held: cancelling must wake the waiter, not wait for the pass.
-  CHECK(StopHashJobWithin(job, gate, std::chrono::seconds(30)) == HashingStop::kStopped);
+  // The pause is still held: cancelling must wake the waiter, not wait for the pass.
+  CHECK(StopHashJobWithin(job, pause, std::chrono::seconds(30)) == HashingStop::kStopped);
   CHECK(job == nullptr);
   CHECK(!seen.is_ready());
-  gate.Release();
+  pause.Release();
 }
 
-TEST_CASE("hashing with no pass holding the gate runs to the end", "[pass][hashing]") {
+TEST_CASE("hashing with no pass holding the pause runs to the end", "[pass][hashing]") {
   std::unique_ptr<HashJob> job = JobForGeneratedMesh();
   const int64_t total = job->pending.load();
-  PassGate gate;
+  HashingPause pause;
   Seen seen;
-  StartHashThread(*job, gate, seen.Hooks(), 1, model::UsersScope::kServer);
+  StartHashThread(*job, pause, seen.Hooks(), 1, model::UsersScope::kServer);
   REQUIRE(WaitFor([&] { return seen.is_ready(); }));
   CHECK(job->finished.load());
   CHECK(job->pending.load() == 0);
   CHECK(seen.calls() == static_cast<size_t>(total) + 1);  // each password, then the end
-  StopHashJob(job, gate);
+  StopHashJob(job, pause);
 }
 
 }  // namespace

@@ -288,7 +288,7 @@ TEST_CASE(
 // the request timeout, and carried it out; meanwhile the holder's entry aged out and another
 // sidecar took the lease and acted too. A write must end (answered or timed out) before anyone
 // else can hold the lease: the holder starts one only when it would end under the lease
-// (GateForWrite), and the time to live covers a renewal and such a write.
+// (AccessForWrite), and the time to live covers a renewal and such a write.
 TEST_CASE(
     "A write started under the lease ends before another instance can hold it, however long "
     "the server takes to answer",
@@ -311,7 +311,7 @@ TEST_CASE(
       for (milliseconds t{0}; t <= start + 3 * ttl; t += step) {
         store.now = kStart + t;
         if (t < start && t % round == milliseconds(0)) a.TryAcquireOrRenew(store, store.now);
-        if (t == start && GateForWrite(a.state(), store.now, timeout) == JetStreamGate::kAct) {
+        if (t == start && AccessForWrite(a.state(), store.now, timeout) == JetStreamAccess::kAct) {
           write_ends = store.now + timeout;
           ++writes;
         }
@@ -333,9 +333,9 @@ TEST_CASE(
   FakeStore store(kStart, LeaseTtlFor(interval, timeout));
   Lease a("a-1");
   REQUIRE(a.TryAcquireOrRenew(store, store.now).role == LeaseRole::kHolder);
-  CHECK(GateForWrite(a.state(), store.now + timeout, timeout) == JetStreamGate::kAct);
+  CHECK(AccessForWrite(a.state(), store.now + timeout, timeout) == JetStreamAccess::kAct);
   LeaseState off;
-  CHECK(GateForWrite(off, kStart, std::chrono::hours(1)) == JetStreamGate::kAct);
+  CHECK(AccessForWrite(off, kStart, std::chrono::hours(1)) == JetStreamAccess::kAct);
 }
 
 TEST_CASE("A lost answer: the entry shows our identity, and the next write renews from it",
@@ -398,21 +398,21 @@ TEST_CASE("The gate: a standby applies only its users file, off or holding appli
                                        Named(ActionKind::kCreateConsumer, "CONTROL/controller"),
                                        Named(ActionKind::kReloadServer, "/users.conf")};
   LeaseState off;
-  CHECK(GateFor(off, kStart) == JetStreamGate::kAct);
+  CHECK(AccessFor(off, kStart) == JetStreamAccess::kAct);
   LeaseState holder;
   holder.role = LeaseRole::kHolder;
   holder.valid_until = kStart + seconds(1);
-  CHECK(GateFor(holder, kStart) == JetStreamGate::kAct);
-  CHECK(GateFor(holder, kStart + seconds(1)) == JetStreamGate::kUsersFileOnly);
+  CHECK(AccessFor(holder, kStart) == JetStreamAccess::kAct);
+  CHECK(AccessFor(holder, kStart + seconds(1)) == JetStreamAccess::kUsersFileOnly);
   LeaseState standby;
   standby.role = LeaseRole::kStandby;
-  CHECK(GateFor(standby, kStart) == JetStreamGate::kUsersFileOnly);
+  CHECK(AccessFor(standby, kStart) == JetStreamAccess::kUsersFileOnly);
   LeaseState unknown;
   unknown.role = LeaseRole::kUnknown;
-  CHECK(GateFor(unknown, kStart) == JetStreamGate::kUsersFileOnly);
+  CHECK(AccessFor(unknown, kStart) == JetStreamAccess::kUsersFileOnly);
 
-  CHECK(ActionsAllowed(actions, JetStreamGate::kAct) == actions);
-  const std::vector<Action> only_users = ActionsAllowed(actions, JetStreamGate::kUsersFileOnly);
+  CHECK(ActionsAllowed(actions, JetStreamAccess::kAct) == actions);
+  const std::vector<Action> only_users = ActionsAllowed(actions, JetStreamAccess::kUsersFileOnly);
   REQUIRE(only_users.size() == 2);
   CHECK(only_users[0].kind == ActionKind::kWriteUsersFile);
   CHECK(only_users[1].kind == ActionKind::kReloadServer);
@@ -543,7 +543,7 @@ TEST_CASE("Two instances compete for the KV lease: one holds, renews, and is rep
 }
 
 // A bucket made by an earlier release (a time to live of 1.5 intervals, under the request
-// timeout with a short --interval) would leave a holder no room for a write (GateForWrite): an
+// timeout with a short --interval) would leave a holder no room for a write (AccessForWrite): an
 // instance that wants a longer time to live raises the bucket's max age, in place, never
 // lowering it, and says so once.
 TEST_CASE("A lease bucket with a shorter max age than the time to live is raised, never lowered",
@@ -578,7 +578,7 @@ TEST_CASE("A lease bucket with a shorter max age than the time to live is raised
   LeaseState renewed = earlier.Round();
   REQUIRE(renewed.role == LeaseRole::kHolder);
   CHECK(renewed.valid_until >= before + kWanted * 3 / 4);
-  CHECK(GateForWrite(renewed, Clock::now(), seconds(2)) == JetStreamGate::kAct);
+  CHECK(AccessForWrite(renewed, Clock::now(), seconds(2)) == JetStreamAccess::kAct);
   // Never lowered, and nothing to say.
   CHECK(BucketConfig(*server)["max_age"].GetInt64() == kWanted.count() * 1'000'000);
   CHECK(earlier.keeper.TakeMaxAgeNote().empty());
