@@ -96,16 +96,7 @@ void UpdateLeaseHolder(PassRunner& runner, Metrics* metrics) {
   if (state) metrics->SetLeaseHolder(MayAct(*state, LeaseClock::now()));
 }
 
-std::chrono::milliseconds BackoffCap(const LoopOptions& options) {
-  return std::min(options.backoff_cap, options.interval);
-}
-
 }  // namespace
-
-std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options) {
-  const int doublings = std::clamp(consecutive_failures - 1, 0, 30);
-  return std::min(options.backoff_initial * (int64_t{1} << doublings), BackoffCap(options));
-}
 
 Loop::Loop(LoopOptions options, Metrics* metrics)
     : options_(std::move(options)),

@@ -94,18 +94,6 @@ std::string_view DeprecatedName(std::string_view name) {
 
 }  // namespace
 
-const char* ToString(PassResult v) {
-  return kPassResultNames.Name(v);
-}
-
-PassResult PassSucceeded(const PassReport& report) {
-  if (report.readiness == ServerReadiness::kNotReady) return PassResult::kWaiting;
-  if (!report.status.ok() || report.any_action_failed()) return PassResult::kFailure;
-  // Objects whose leaders did not describe them (an election under way): a wait, like a
-  // server that is not ready, not a failure that grows the backoff.
-  return report.plan.undescribed > 0 ? PassResult::kWaiting : PassResult::kSuccess;
-}
-
 template <typename M>
 Metrics::TwinFamily<M> Metrics::RegisterRenamed(prometheus::Registry& registry,
                                                 std::string_view name, const std::string& help) {

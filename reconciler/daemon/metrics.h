@@ -70,25 +70,11 @@
 
 #include "model/enum_names.h"
 #include "model/thread_safety.h"
+#include "reconciler/daemon/backoff.h"
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/pass/report.h"
 
 namespace mesh::reconciler {
-
-// kWaiting: the server was not ready (PassReport::readiness), a wait rather than a failure.
-enum class PassResult { kSuccess, kFailure, kWaiting };
-inline constexpr EnumNames<PassResult, 3> kPassResultNames{{{
-    {PassResult::kSuccess, "success"},
-    {PassResult::kFailure, "failure"},
-    {PassResult::kWaiting, "waiting"},
-}}};
-static_assert(kPassResultNames.Dense());
-const char* ToString(PassResult v);  // "success", "failure", "waiting"
-
-// Ok status and no failed action. Remaining drift that cannot be repaired is not a failure.
-// Waiting: the server is not ready, or some desired objects were not described by their
-// leaders (PlanResult::undescribed); the runner then retries soon, without a growing backoff.
-PassResult PassSucceeded(const PassReport& report);
 
 // A metric renamed to the mesh_reconciler_ prefix: `deprecated` is its 0.1.0 name, exported
 // beside `name` with the same labels and samples until 0.2.0 removes it.
