@@ -681,186 +681,236 @@ std::optional<Trigger> Loop::TakeDueLocked(Clock::time_point now) {
   return trigger;
 }
 
+// The reconcile thread: a scheduler of four kinds of work, one at a time, each taken under
+// mutex_ and run without it. A bus hold change asked for by on-call first, then a pass that is
+// due, else a repair of named streams, else a lease round; otherwise it waits for the next.
 void Loop::Run(PassRunner& runner) {
   MutexLock lock(mutex_);
   while (!stopping_) {
-    auto now = Clock::now();
+    const Clock::time_point now = Clock::now();
     heartbeat_ = now;
     if (bus_change_) {
-      // Between passes, before anything else: on-call waits for it (hold, release).
       const BusHoldChange change = std::move(*bus_change_);
       bus_change_.reset();
       lock.Unlock();
       RunBusHoldChange(runner, change);
       lock.Lock();
-      continue;
-    }
-    std::optional<Trigger> trigger = TakeDueLocked(now);
-    if (!trigger && RepairDueLocked(now)) {
+    } else if (std::optional<Trigger> trigger = TakeDueLocked(now)) {
+      ScheduledPass scheduled = BeginPassLocked(*trigger, now);
+      lock.Unlock();
+      FinishedPass finished = RunScheduledPass(runner, std::move(scheduled));
+      lock.Lock();
+      std::vector<PassDone> served = FinishPassLocked(std::move(finished));
+      if (!served.empty()) {
+        const std::shared_ptr<const PassReport> report = last_report_;
+        lock.Unlock();  // a waiter's callback may call into the loop
+        for (PassDone& done : served) done(report);
+        lock.Lock();
+      }
+    } else if (RepairDueLocked(now)) {
       const Repair repair = BeginRepairLocked();
       lock.Unlock();
       RunRepair(runner, repair);
       lock.Lock();
       FinishRepairLocked(repair.pass_id);
-      continue;
-    }
-    if (!trigger && options_.lease_round.count() > 0 && now >= next_lease_round_) {
-      next_lease_round_ = now + options_.lease_round;
-      const LeaseParticipation participation =
-          ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
-      const bool step_down = participation == LeaseParticipation::kStepDown && !stepped_down_;
-      if (participation == LeaseParticipation::kStepDown) stepped_down_ = true;
+    } else if (LeaseRoundDueLocked(now)) {
+      const LeaseRoundWork work = BeginLeaseRoundLocked(now);
       lock.Unlock();
-      LeaseChange change = LeaseChange::kNone;
-      if (participation == LeaseParticipation::kTakePart) {
-        change = RunLeaseRoundGuarded(runner, metrics_);
-      } else if (step_down) {
-        // No pass could act for longer than the grace: renewing would keep the standbys out.
-        Log(LogLevel::kWarn, 0,
-            "not taking part in the lease (released if held): no pass got past observation",
-            {{"grace_ms", options_.lease_grace.count()}});
-        ReleaseLeaseGuarded(runner, metrics_);
-      }
-      UpdateLeaseHolder(runner, metrics_);
-      const BusHoldView hold = CatchingBugs(
-          metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
-          [](const std::string& error) {
-            return BusHoldView{std::nullopt, error};
-          });
+      const LeaseRoundDone done = RunLeaseRoundWork(runner, work);
       lock.Lock();
-      heartbeat_ = Clock::now();
-      NoteBusHoldLocked(hold);
-      if (change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
-      if (change == LeaseChange::kHoldEnded) pending_ |= Bit(Trigger::kForced);
-      continue;
-    }
-    if (!trigger) {
-      const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
-      // A wake-up that is not due yet (an advisory within the floor) can still bring the next
-      // due time forward: then wait again for that, not for the deadline computed before it.
-      wake_cv_.wait_until(lock.native(), until, [&]() REQUIRES(mutex_) {
-        const auto at = Clock::now();
-        return stopping_ || WakeDueLocked(at) || RepairDueLocked(at) || NextDueLocked() < until;
-      });
-      continue;
-    }
-    const uint64_t pass_id = ++started_;
-    if (*trigger == Trigger::kAdvisory) last_advisory_pass_ = now;
-    const bool held = HeldLocked(now);
-    const ApplyMode mode = held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
-    std::set<StreamName> named;  // this pass observes everything; it repairs these first
-    named.swap(named_);
-    const bool previous_records_valid = last_report_ && last_report_->records_valid;
-    const std::vector<std::string> previous_records_errors =
-        last_report_ ? last_report_->records_errors : std::vector<std::string>();
-    running_pass_ = true;
-    lock.Unlock();
-
-    // The pass logs its own progress and result; this line says why and how it runs.
-    Log(LogLevel::kInfo, pass_id, "pass scheduled",
-        {{"trigger", ToString(*trigger)}, {"mode", kApplyModeNames.Name(mode)}, {"held", held}});
-    auto [report, threw] = RunGuarded(runner, metrics_, pass_id, *trigger, mode, named);
-    report.pass_id = pass_id;
-    report.trigger = *trigger;
-    // A bus hold the pass read just before acting kept it from acting: held, observe-only.
-    report.mode = report.bus_hold ? ApplyMode::kObserveOnly : mode;
-    report.held = held || report.bus_hold.has_value();
-    if (threw) {
-      // The records were not read by this pass: what was known stays known.
-      report.records_valid = previous_records_valid;
-      report.records_errors = previous_records_errors;
-    }
-    bool connected = false;
-    std::optional<int64_t> expiry;
-    try {
-      connected = runner.bus_connected();
-      expiry = runner.bus_certificate_expiry();
-    } catch (...) {
-      Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
-    }
-    const PassResult result = PassSucceeded(report);
-    // Past observation: the pass planned (its lease round ran, or the pass succeeded).
-    const bool able = report.status.ok() || report.lease.role != LeaseRole::kUnknown;
-    if (metrics_ != nullptr) {
-      metrics_->RecordPass(report, UnixSecondsNow());
-      metrics_->SetBusConnected(connected);
-      metrics_->SetCertificateExpiry(expiry);
-    }
-    std::optional<BusHoldView> hold;
-    if (options_.lease_round.count() > 0) {
-      UpdateLeaseHolder(runner, metrics_);
-      hold = CatchingBugs(
-          metrics_, pass_id, "bus hold state", [&] { return runner.bus_hold(); },
-          [](const std::string& error) {
-            return BusHoldView{std::nullopt, error};
-          });
-    }
-    lock.Lock();
-    running_pass_ = false;
-    if (hold) NoteBusHoldLocked(*hold);
-    bus_connected_ = connected;
-    now = Clock::now();
-    if (!threw) last_pass_ = able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;
-    if (able && !threw) {
-      last_able_ = now;
-      stepped_down_ = false;
-    }
-    heartbeat_ = now;
-    next_lease_round_ = now + options_.lease_round;  // the pass ran one
-    if (result == PassResult::kSuccess) {
-      consecutive_failures_ = 0;
-      retry_at_.reset();
-    } else if (result == PassResult::kWaiting) {
-      const auto delay = std::min(options_.not_ready_wait, options_.interval);
-      retry_at_ = now + delay;
-      const std::string reason = !report.status.ok()
-                                     ? report.status.message()
-                                     : std::to_string(report.plan.undescribed) +
-                                           " of the mesh's objects not described by their leaders";
-      Log(LogLevel::kInfo, pass_id, "waiting for the server",
-          {{"in_ms", delay.count()}, {"reason", reason}});
+      FinishLeaseRoundLocked(done);
     } else {
-      ++consecutive_failures_;
-      const auto delay =
-          std::min(JitteredLocked(BackoffBase(consecutive_failures_, options_), kBackoffJitter),
-                   BackoffCap(options_));
-      retry_at_ = now + delay;
-      Log(LogLevel::kInfo, pass_id, "retrying after a failed pass",
-          {{"in_ms", delay.count()}, {"consecutive_failures", consecutive_failures_}});
-    }
-    finished_ = pass_id;
-    NoteUsersFileLocked(report);
-    if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
-    last_report_ = std::make_shared<const PassReport>(std::move(report));
-    if (result == PassResult::kFailure) {
-      (last_report_->outcomes.empty() ? last_failed_without_actions_report_ : last_failed_report_) =
-          last_report_;
-    }
-    last_report_json_.reset();
-    done_cv_.notify_all();
-    // Every request that was waiting when this pass started gets its report, outside the lock.
-    std::vector<PassDone> served = TakeServedLocked(pass_id, false);
-    if (!served.empty()) {
-      const std::shared_ptr<const PassReport> shared = last_report_;
-      lock.Unlock();
-      for (PassDone& done : served) done(shared);
-      lock.Lock();
+      WaitForWorkLocked(lock, now);
     }
   }
   if (options_.lease_round.count() > 0) {
-    // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
-    // instead of leaving 1.5 intervals without repairs while the entry ages out.
     lock.Unlock();
-    ReleaseLeaseGuarded(runner, metrics_);
-    UpdateLeaseHolder(runner, metrics_);
+    ReleaseLeaseOnStop(runner);
     lock.Lock();
   }
-  exited_ = true;
-  done_cv_.notify_all();
-  std::vector<PassDone> refused = TakeServedLocked(0, true);
+  std::vector<PassDone> refused = ExitLocked();
   lock.Unlock();
   for (PassDone& done : refused)
     done(Status(Errc::kUnavailable, "the reconciler is shutting down"));
+}
+
+bool Loop::LeaseRoundDueLocked(Clock::time_point now) const {
+  return options_.lease_round.count() > 0 && now >= next_lease_round_;
+}
+
+Loop::LeaseRoundWork Loop::BeginLeaseRoundLocked(Clock::time_point now) {
+  next_lease_round_ = now + options_.lease_round;
+  LeaseRoundWork work;
+  work.participation = ParticipationFor(last_pass_, last_able_, now, options_.lease_grace);
+  work.step_down = work.participation == LeaseParticipation::kStepDown && !stepped_down_;
+  if (work.participation == LeaseParticipation::kStepDown) stepped_down_ = true;
+  return work;
+}
+
+Loop::LeaseRoundDone Loop::RunLeaseRoundWork(PassRunner& runner, const LeaseRoundWork& work) {
+  LeaseRoundDone done;
+  if (work.participation == LeaseParticipation::kTakePart) {
+    done.change = RunLeaseRoundGuarded(runner, metrics_);
+  } else if (work.step_down) {
+    // No pass could act for longer than the grace: renewing would keep the standbys out.
+    Log(LogLevel::kWarn, 0,
+        "not taking part in the lease (released if held): no pass got past observation",
+        {{"grace_ms", options_.lease_grace.count()}});
+    ReleaseLeaseGuarded(runner, metrics_);
+  }
+  UpdateLeaseHolder(runner, metrics_);
+  done.hold = CatchingBugs(
+      metrics_, 0, "bus hold state", [&] { return runner.bus_hold(); },
+      [](const std::string& error) {
+        return BusHoldView{std::nullopt, error};
+      });
+  return done;
+}
+
+void Loop::FinishLeaseRoundLocked(const LeaseRoundDone& done) {
+  heartbeat_ = Clock::now();
+  NoteBusHoldLocked(done.hold);
+  if (done.change == LeaseChange::kAcquired) pending_ |= Bit(Trigger::kLeaseAcquired);
+  if (done.change == LeaseChange::kHoldEnded) pending_ |= Bit(Trigger::kForced);
+}
+
+void Loop::WaitForWorkLocked(MutexLock& lock, Clock::time_point now) {
+  const auto until = std::min(NextDueLocked(), now + options_.heartbeat);
+  // A wake-up that is not due yet (an advisory within the floor) can still bring the next
+  // due time forward: then wait again for that, not for the deadline computed before it.
+  wake_cv_.wait_until(lock.native(), until, [&]() REQUIRES(mutex_) {
+    const auto at = Clock::now();
+    return stopping_ || WakeDueLocked(at) || RepairDueLocked(at) || NextDueLocked() < until;
+  });
+}
+
+Loop::ScheduledPass Loop::BeginPassLocked(Trigger trigger, Clock::time_point now) {
+  ScheduledPass scheduled;
+  scheduled.pass_id = ++started_;
+  scheduled.trigger = trigger;
+  if (trigger == Trigger::kAdvisory) last_advisory_pass_ = now;
+  scheduled.held = HeldLocked(now);
+  scheduled.mode = scheduled.held ? ApplyMode::kObserveOnly : ApplyMode::kApply;
+  scheduled.named.swap(named_);  // this pass observes everything; it repairs these first
+  scheduled.previous_records_valid = last_report_ && last_report_->records_valid;
+  if (last_report_) scheduled.previous_records_errors = last_report_->records_errors;
+  running_pass_ = true;
+  return scheduled;
+}
+
+Loop::FinishedPass Loop::RunScheduledPass(PassRunner& runner, ScheduledPass scheduled) {
+  const uint64_t pass_id = scheduled.pass_id;
+  // The pass logs its own progress and result; this line says why and how it runs.
+  Log(LogLevel::kInfo, pass_id, "pass scheduled",
+      {{"trigger", ToString(scheduled.trigger)},
+       {"mode", kApplyModeNames.Name(scheduled.mode)},
+       {"held", scheduled.held}});
+  auto [report, threw] =
+      RunGuarded(runner, metrics_, pass_id, scheduled.trigger, scheduled.mode, scheduled.named);
+  FinishedPass finished;
+  finished.threw = threw;
+  report.pass_id = pass_id;
+  report.trigger = scheduled.trigger;
+  // A bus hold the pass read just before acting kept it from acting: held, observe-only.
+  report.mode = report.bus_hold ? ApplyMode::kObserveOnly : scheduled.mode;
+  report.held = scheduled.held || report.bus_hold.has_value();
+  if (threw) {
+    // The records were not read by this pass: what was known stays known.
+    report.records_valid = scheduled.previous_records_valid;
+    report.records_errors = std::move(scheduled.previous_records_errors);
+  }
+  std::optional<int64_t> expiry;
+  try {
+    finished.connected = runner.bus_connected();
+    expiry = runner.bus_certificate_expiry();
+  } catch (...) {
+    Log(LogLevel::kError, pass_id, "reading the bus state threw (a bug)");
+  }
+  finished.result = PassSucceeded(report);
+  // Past observation: the pass planned (its lease round ran, or the pass succeeded).
+  finished.able = report.status.ok() || report.lease.role != LeaseRole::kUnknown;
+  if (metrics_ != nullptr) {
+    metrics_->RecordPass(report, UnixSecondsNow());
+    metrics_->SetBusConnected(finished.connected);
+    metrics_->SetCertificateExpiry(expiry);
+  }
+  if (options_.lease_round.count() > 0) {
+    UpdateLeaseHolder(runner, metrics_);
+    finished.hold = CatchingBugs(
+        metrics_, pass_id, "bus hold state", [&] { return runner.bus_hold(); },
+        [](const std::string& error) {
+          return BusHoldView{std::nullopt, error};
+        });
+  }
+  finished.report = std::move(report);
+  return finished;
+}
+
+std::vector<Loop::PassDone> Loop::FinishPassLocked(FinishedPass finished) {
+  PassReport& report = finished.report;
+  const uint64_t pass_id = report.pass_id;
+  running_pass_ = false;
+  if (finished.hold) NoteBusHoldLocked(*finished.hold);
+  bus_connected_ = finished.connected;
+  const Clock::time_point now = Clock::now();
+  if (!finished.threw)
+    last_pass_ = finished.able ? LastPass::kPlanned : LastPass::kStoppedBeforePlan;
+  if (finished.able && !finished.threw) {
+    last_able_ = now;
+    stepped_down_ = false;
+  }
+  heartbeat_ = now;
+  next_lease_round_ = now + options_.lease_round;  // the pass ran one
+  ScheduleRetryLocked(finished.result, report, now);
+  finished_ = pass_id;
+  NoteUsersFileLocked(report);
+  if (report.advisory_scope) advisory_scope_ = report.advisory_scope;
+  last_report_ = std::make_shared<const PassReport>(std::move(report));
+  if (finished.result == PassResult::kFailure) {
+    (last_report_->outcomes.empty() ? last_failed_without_actions_report_ : last_failed_report_) =
+        last_report_;
+  }
+  last_report_json_.reset();
+  done_cv_.notify_all();
+  // Every request that was waiting when this pass started gets its report.
+  return TakeServedLocked(pass_id, false);
+}
+
+void Loop::ScheduleRetryLocked(PassResult result, const PassReport& report, Clock::time_point now) {
+  if (result == PassResult::kSuccess) {
+    consecutive_failures_ = 0;
+    retry_at_.reset();
+  } else if (result == PassResult::kWaiting) {
+    const auto delay = std::min(options_.not_ready_wait, options_.interval);
+    retry_at_ = now + delay;
+    const std::string reason = !report.status.ok()
+                                   ? report.status.message()
+                                   : std::to_string(report.plan.undescribed) +
+                                         " of the mesh's objects not described by their leaders";
+    Log(LogLevel::kInfo, report.pass_id, "waiting for the server",
+        {{"in_ms", delay.count()}, {"reason", reason}});
+  } else {
+    ++consecutive_failures_;
+    const auto delay =
+        std::min(JitteredLocked(BackoffBase(consecutive_failures_, options_), kBackoffJitter),
+                 BackoffCap(options_));
+    retry_at_ = now + delay;
+    Log(LogLevel::kInfo, report.pass_id, "retrying after a failed pass",
+        {{"in_ms", delay.count()}, {"consecutive_failures", consecutive_failures_}});
+  }
+}
+
+void Loop::ReleaseLeaseOnStop(PassRunner& runner) {
+  // Stopping (SIGTERM): give the lease up so that a standby takes over at its next round,
+  // instead of leaving 1.5 intervals without repairs while the entry ages out.
+  ReleaseLeaseGuarded(runner, metrics_);
+  UpdateLeaseHolder(runner, metrics_);
+}
+
+std::vector<Loop::PassDone> Loop::ExitLocked() {
+  exited_ = true;
+  done_cv_.notify_all();
+  return TakeServedLocked(0, true);
 }
 
 }  // namespace mesh::reconciler

@@ -247,6 +247,51 @@ class Loop {
   // Takes the bus hold as the runner read it (an unreadable one leaves the last known); keeps
   // the held gauges in step.
   void NoteBusHoldLocked(const BusHoldView& view) REQUIRES(mutex_);
+  // A lease round between passes, in three steps like a repair (Run).
+  struct LeaseRoundWork {
+    LeaseParticipation participation = LeaseParticipation::kTakePart;
+    bool step_down = false;  // release the lease now: no pass got past observation
+  };
+  struct LeaseRoundDone {
+    LeaseChange change = LeaseChange::kNone;
+    BusHoldView hold;
+  };
+  bool LeaseRoundDueLocked(Clock::time_point now) const REQUIRES(mutex_);
+  LeaseRoundWork BeginLeaseRoundLocked(Clock::time_point now) REQUIRES(mutex_);
+  LeaseRoundDone RunLeaseRoundWork(PassRunner& runner, const LeaseRoundWork& work) EXCLUDES(mutex_);
+  void FinishLeaseRoundLocked(const LeaseRoundDone& done) REQUIRES(mutex_);
+  // A pass, in three steps: what it runs for (taken under mutex_), the pass and its metrics
+  // (without it), and its report kept, the retry scheduled and the waiters it serves (under it).
+  struct ScheduledPass {
+    uint64_t pass_id = 0;
+    Trigger trigger = Trigger::kStart;
+    ApplyMode mode = ApplyMode::kApply;
+    bool held = false;
+    std::set<StreamName> named;  // repaired first
+    // What the last report knew of the records, kept when this pass throws before reading them.
+    bool previous_records_valid = false;
+    std::vector<std::string> previous_records_errors;
+  };
+  struct FinishedPass {
+    PassReport report;
+    bool threw = false;
+    bool connected = false;
+    bool able = false;  // it got past observation
+    PassResult result = PassResult::kSuccess;
+    std::optional<BusHoldView> hold;  // with a lease: the bus hold as read after the pass
+  };
+  ScheduledPass BeginPassLocked(Trigger trigger, Clock::time_point now) REQUIRES(mutex_);
+  FinishedPass RunScheduledPass(PassRunner& runner, ScheduledPass scheduled) EXCLUDES(mutex_);
+  std::vector<PassDone> FinishPassLocked(FinishedPass finished) REQUIRES(mutex_);
+  // The backoff and the wait for the server (backoff.h): when the next pass retries, if any.
+  void ScheduleRetryLocked(PassResult result, const PassReport& report, Clock::time_point now)
+      REQUIRES(mutex_);
+  // Until a wake-up, a due time or the heartbeat.
+  void WaitForWorkLocked(MutexLock& lock, Clock::time_point now) REQUIRES(mutex_);
+  // Stopping: the lease released (with a lease), then the loop marked exited and every waiter
+  // taken, to be refused.
+  void ReleaseLeaseOnStop(PassRunner& runner) EXCLUDES(mutex_);
+  std::vector<PassDone> ExitLocked() REQUIRES(mutex_);
 
   const LoopOptions options_;
   Metrics* const metrics_;
