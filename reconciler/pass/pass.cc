@@ -84,6 +84,21 @@ struct Reconciler::Impl {
 
   PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                  const std::set<StreamName>& named);
+  // Run's steps, in order.
+  // The report started; the lease keeper made (with --lease), a rotated password taken.
+  PassReport Begin(uint64_t pass_id, Trigger trigger, ApplyMode mode);
+  // DeriveAndRender, with the bus connected meanwhile on another thread when it is not.
+  bool ConnectWhileRendering(PassReport& report);
+  // The whole account: observed, planned (after waiting for deleted streams' stores), applied
+  // as far as this instance may, and observed again to report what remains.
+  void ObservePlanApply(PassReport& report);
+  PlanOptions PlanOptionsFor(PassReport& report) const;  // and the report's users_file_check
+  // With --lease, this pass's lease round (not for `plan`).
+  void TakeLeaseRound(PassReport& report, const observers::ObservedState& observed);
+  // The plan's actions less what the lease and the bus hold keep this instance from applying.
+  std::vector<Action> ActionsThisInstanceMayApply(PassReport& report);
+  void ApplyAndObserveAgain(PassReport& report, std::vector<Action> allowed,
+                            const PlanOptions& options);
 
   // Each step fills `report` and returns false (or an error) when the pass cannot go on.
   bool LoadRecordsFile(PassReport& report);
@@ -756,9 +771,58 @@ void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
        {"duration_seconds", std::round(report.duration_seconds * 1000) / 1000}});
 }
 
+namespace {
+
+// What RepairNamed found and did, set aside while the whole account is observed and planned,
+// then put first in the report.
+struct RepairedFirst {
+  PlanResult plan;
+  std::vector<ActionOutcome> outcomes;
+};
+
+RepairedFirst SetAsideRepairedFirst(PassReport& report) {
+  RepairedFirst first{std::move(report.plan), std::move(report.outcomes)};
+  report.plan = {};
+  report.outcomes = {};
+  return first;
+}
+
+void PutRepairedFirst(PassReport& report, RepairedFirst first) {
+  if (report.repaired_first.empty()) return;
+  first.plan.drift.insert(first.plan.drift.end(),
+                          std::make_move_iterator(report.plan.drift.begin()),
+                          std::make_move_iterator(report.plan.drift.end()));
+  first.plan.actions.insert(first.plan.actions.end(),
+                            std::make_move_iterator(report.plan.actions.begin()),
+                            std::make_move_iterator(report.plan.actions.end()));
+  first.plan.problems.insert(first.plan.problems.end(), report.plan.problems.begin(),
+                             report.plan.problems.end());
+  report.plan = std::move(first.plan);
+  first.outcomes.insert(first.outcomes.end(), std::make_move_iterator(report.outcomes.begin()),
+                        std::make_move_iterator(report.outcomes.end()));
+  report.outcomes = std::move(first.outcomes);
+}
+
+}  // namespace
+
+// A pass as a list of steps; each fills `report`, and the pass ends where one cannot go on.
 PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                                  const std::set<StreamName>& named) {
   const Clock::time_point started = Clock::now();
+  PassReport report = Begin(pass_id, trigger, mode);
+  if (LoadRecordsFile(report) && ConnectWhileRendering(report)) {
+    if (mode == ApplyMode::kApply && !named.empty()) RepairNamed(report, named);
+    if (trigger != Trigger::kRepair) {
+      RepairedFirst first = SetAsideRepairedFirst(report);
+      ObservePlanApply(report);
+      PutRepairedFirst(report, std::move(first));
+    }
+  }
+  Finish(report, started);
+  return report;
+}
+
+PassReport Reconciler::Impl::Begin(uint64_t pass_id, Trigger trigger, ApplyMode mode) {
   PassReport report;
   report.pass_id = pass_id;
   report.trigger = trigger;
@@ -772,11 +836,10 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   if (lease) report.lease.role = LeaseRole::kUnknown;
   TakeRotatedPassword(pass_id);
   requests_before = bus ? bus->requests_sent() : 0;
-  // The records first: with none ever valid the pass stops here and touches no bus.
-  if (!LoadRecordsFile(report)) {
-    Finish(report, started);
-    return report;
-  }
+  return report;
+}
+
+bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
   // A new connection costs the server one bcrypt of our password (at the users file's cost),
   // and rendering costs us one more (the hasher's key) plus the file's proof: one after the
   // other, every process paid both before its first request. So the connection is opened while
@@ -786,70 +849,31 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   std::future<Status> connecting;
   connect_attempt.reset();
   if (!bus || !bus->connected()) {
+    const uint64_t pass_id = report.pass_id;
     connecting = std::async(std::launch::async, [this, pass_id] { return Connect(pass_id); });
   }
   const bool derived = DeriveAndRender(report);
   if (connecting.valid()) connect_attempt = connecting.get();  // Observe's to report
-  if (!derived) {
-    Finish(report, started);
-    return report;
-  }
-  if (mode == ApplyMode::kApply && !named.empty()) RepairNamed(report, named);
-  if (trigger == Trigger::kRepair) {
-    Finish(report, started);
-    return report;
-  }
-  // What the named streams' repair found and did comes first in the report.
-  PlanResult first = std::move(report.plan);
-  std::vector<ActionOutcome> first_outcomes = std::move(report.outcomes);
-  report.plan = {};
-  report.outcomes = {};
-  auto put_first = [&] {
-    if (report.repaired_first.empty()) return;
-    first.drift.insert(first.drift.end(), std::make_move_iterator(report.plan.drift.begin()),
-                       std::make_move_iterator(report.plan.drift.end()));
-    first.actions.insert(first.actions.end(), std::make_move_iterator(report.plan.actions.begin()),
-                         std::make_move_iterator(report.plan.actions.end()));
-    first.problems.insert(first.problems.end(), report.plan.problems.begin(),
-                          report.plan.problems.end());
-    report.plan = std::move(first);
-    first_outcomes.insert(first_outcomes.end(), std::make_move_iterator(report.outcomes.begin()),
-                          std::make_move_iterator(report.outcomes.end()));
-    report.outcomes = std::move(first_outcomes);
-  };
+  return derived;
+}
+
+void Reconciler::Impl::ObservePlanApply(PassReport& report) {
+  const uint64_t pass_id = report.pass_id;
+  const ApplyMode mode = report.mode;
   Result<observers::ObservedState> observed =
       Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
   if (!observed.ok()) {
     report.status = observed.status();
     if (mode == ApplyMode::kApply) RepairUsersFileAlone(report);
-    put_first();
-    Finish(report, started);
-    return report;
+    return;
   }
   report.readiness = ServerReadiness::kReady;
   report.server_version = observed->server.version;
   report.unhealthy = UnhealthyOf(*observed);
   report.advisory_scope = ScopeOf(desired, *observed);
   recreation.deletions()->SetScope(report.advisory_scope);
-  // While the job hashes, the users file is left alone (it is neither observed as drift nor
-  // written); streams and consumers are repaired at once. The users file is ours: owned by the
-  // uid we run as (a rewrite makes it so).
-  const PlanOptions options{settings.prune,
-                            rendering == Rendering::kPending ? std::string() : settings.users_file,
-                            static_cast<int64_t>(geteuid())};
-  if (!settings.users_file.empty()) {
-    report.users_file_check =
-        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
-  }
-  // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
-  // pod beside the daemon, it must not move the lease away from (or onto) anyone.
-  const bool planning = trigger == Trigger::kOnce && mode == ApplyMode::kObserveOnly;
-  if (lease && planning) {
-    report.lease.error = "plan does not take the lease";
-  } else if (lease) {
-    cluster_size = observers::JetStreamClusterSize(*observed);
-    report.lease = LeaseRound(pass_id);
-  }
+  const PlanOptions options = PlanOptionsFor(report);
+  TakeLeaseRound(report, *observed);
   report.plan = Plan(desired, rendered, *observed, options);
   NoteUnhashed(report);
   if (mode == ApplyMode::kApply &&
@@ -857,9 +881,7 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
     observed = Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
     if (!observed.ok()) {
       report.status = observed.status();
-      put_first();
-      Finish(report, started);
-      return report;
+      return;
     }
     report.unhealthy = UnhealthyOf(*observed);
     report.plan = Plan(desired, rendered, *observed, options);
@@ -868,49 +890,80 @@ PassReport Reconciler::Impl::Run(uint64_t pass_id, Trigger trigger, ApplyMode mo
   if (mode == ApplyMode::kApply) ReviewContests(report, report.plan);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
+  if (mode != ApplyMode::kApply) return;
+  std::vector<Action> allowed = ActionsThisInstanceMayApply(report);
+  if (!allowed.empty()) ApplyAndObserveAgain(report, std::move(allowed), options);
+}
 
+PlanOptions Reconciler::Impl::PlanOptionsFor(PassReport& report) const {
+  // While the job hashes, the users file is left alone (it is neither observed as drift nor
+  // written); streams and consumers are repaired at once. The users file is ours: owned by the
+  // uid we run as (a rewrite makes it so).
+  if (!settings.users_file.empty()) {
+    report.users_file_check =
+        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
+  }
+  return PlanOptions{settings.prune,
+                     rendering == Rendering::kPending ? std::string() : settings.users_file,
+                     static_cast<int64_t>(geteuid())};
+}
+
+void Reconciler::Impl::TakeLeaseRound(PassReport& report,
+                                      const observers::ObservedState& observed) {
+  if (!lease) return;
+  // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
+  // pod beside the daemon, it must not move the lease away from (or onto) anyone.
+  if (report.trigger == Trigger::kOnce && report.mode == ApplyMode::kObserveOnly) {
+    report.lease.error = "plan does not take the lease";
+    return;
+  }
+  cluster_size = observers::JetStreamClusterSize(observed);
+  report.lease = LeaseRound(report.pass_id);
+}
+
+std::vector<Action> Reconciler::Impl::ActionsThisInstanceMayApply(PassReport& report) {
   // A standby (or an instance unsure of the lease) applies only its own users file; under a
   // bus hold nothing is applied, and with the hold unknown, only the users file.
   std::vector<Action> allowed =
       ActionsAllowed(report.plan.actions, AccessFor(report.lease, Clock::now()));
-  if (mode == ApplyMode::kApply && lease && !allowed.empty()) {
-    const HoldVerdict verdict = CheckBusHold(pass_id, report);
-    if (verdict == HoldVerdict::kHeld) allowed.clear();
-    if (verdict == HoldVerdict::kUnknown) {
-      allowed = ActionsAllowed(std::move(allowed), JetStreamAccess::kUsersFileOnly);
-    }
+  if (!lease || allowed.empty()) return allowed;
+  const HoldVerdict verdict = CheckBusHold(report.pass_id, report);
+  if (verdict == HoldVerdict::kHeld) allowed.clear();
+  if (verdict == HoldVerdict::kUnknown) {
+    allowed = ActionsAllowed(std::move(allowed), JetStreamAccess::kUsersFileOnly);
   }
-  if (mode == ApplyMode::kApply && !allowed.empty()) {
-    ApplyTargets targets;
-    targets.bus = bus.get();
-    targets.users_file_path = settings.users_file;
-    targets.pid_file = settings.pid_file;
-    targets.monitor_url = settings.monitor_url;
-    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
-    std::optional<HashingPauseHold> holding;
-    if (ChangesJetStream(allowed)) holding.emplace(hashing_pause);
-    report.outcomes = settings.bus.password == own_password
-                          ? Apply(std::move(allowed), targets)
-                          : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
-    holding.reset();
-    NoteUpdates(report, report.plan);
-    const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
-    Result<observers::ObservedState> after =
-        Observe(pass_id, ReadinessRequirement::kNotRequired, nullptr, &known);
-    if (!after.ok()) {
-      report.status =
-          Status(after.status().code(), "observing after apply: " + after.status().message());
-    } else {
-      recreation.RememberStreams(*after);
-      PlanResult again = Plan(desired, rendered, *after, options);
-      contests.Annotate(&again.drift, Clock::now());
-      report.remaining = std::move(again.drift);
-      report.remaining_problems = std::move(again.problems);
-    }
+  return allowed;
+}
+
+void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Action> allowed,
+                                            const PlanOptions& options) {
+  const uint64_t pass_id = report.pass_id;
+  ApplyTargets targets;
+  targets.bus = bus.get();
+  targets.users_file_path = settings.users_file;
+  targets.pid_file = settings.pid_file;
+  targets.monitor_url = settings.monitor_url;
+  if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+  std::optional<HashingPauseHold> holding;
+  if (ChangesJetStream(allowed)) holding.emplace(hashing_pause);
+  report.outcomes = settings.bus.password == own_password
+                        ? Apply(std::move(allowed), targets)
+                        : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
+  holding.reset();
+  NoteUpdates(report, report.plan);
+  const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
+  Result<observers::ObservedState> after =
+      Observe(pass_id, ReadinessRequirement::kNotRequired, nullptr, &known);
+  if (!after.ok()) {
+    report.status =
+        Status(after.status().code(), "observing after apply: " + after.status().message());
+    return;
   }
-  put_first();
-  Finish(report, started);
-  return report;
+  recreation.RememberStreams(*after);
+  PlanResult again = Plan(desired, rendered, *after, options);
+  contests.Annotate(&again.drift, Clock::now());
+  report.remaining = std::move(again.drift);
+  report.remaining_problems = std::move(again.problems);
 }
 
 namespace {
