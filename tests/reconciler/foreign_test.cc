@@ -13,47 +13,14 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
 #include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/operator.h"
 
 namespace mesh::reconciler {
 namespace {
 
 using test::LiveMesh;
 
-// Out-of-band changes, made as the reconciler's own user (it may call the whole API).
-struct Operator {
-  std::unique_ptr<observers::BusConnection> bus;
-
-  explicit Operator(const Settings& settings) {
-    auto connected = observers::BusConnection::Connect(settings.bus);
-    REQUIRE(connected.ok());
-    bus = std::move(*connected);
-  }
-
-  // The answer of a call that must succeed.
-  rapidjson::Document Call(const std::string& api, const std::string& payload = "") {
-    observers::ApiReply reply = bus->Request({"$JS.API." + api, payload});
-    REQUIRE(reply.status.ok());
-    INFO(api << " " << payload << " -> " << reply.payload);
-    REQUIRE_FALSE(observers::ParseApiError(reply.payload));
-    rapidjson::Document doc;
-    doc.Parse(reply.payload.c_str());
-    REQUIRE(doc.IsObject());
-    return doc;
-  }
-
-  rapidjson::Document Config(const std::string& info_api) {
-    rapidjson::Document info = Call(info_api);
-    rapidjson::Document config;
-    config.CopyFrom(info["config"], config.GetAllocator());
-    return config;
-  }
-
-  bool AtLeast210() {
-    auto version = bus->server_version();
-    REQUIRE(version.has_value());
-    return observers::SupportsConsumerActions(*version);
-  }
-};
+using mesh::testing::Operator;
 
 std::string Json(const rapidjson::Value& value) {
   rapidjson::StringBuffer buffer;
@@ -87,7 +54,7 @@ TEST_CASE("a KV bucket and foreign streams with consumers: never listed, never b
           "[pass][integration][server]") {
   Fresh f;
   f.Converge();
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   op.Call("STREAM.CREATE.KV_config",
           R"({"name":"KV_config","subjects":["$KV.config.>"],"max_msgs_per_subject":5,)"
           R"("allow_rollup_hdrs":true,"deny_delete":true,"allow_direct":true,"discard":"new",)"
@@ -135,7 +102,7 @@ TEST_CASE("a KV bucket and foreign streams with consumers: never listed, never b
 TEST_CASE("a repair keeps the fields an operator set by hand", "[pass][integration][server]") {
   Fresh f;
   f.Converge();
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   const bool v210 = op.AtLeast210();
 
   // EVENTS: hand-set fields the mesh does not own, and drift on one it owns (max_age).
@@ -207,7 +174,7 @@ TEST_CASE("a repair keeps the fields an operator set by hand", "[pass][integrati
 TEST_CASE("a consumer create never overwrites another writer's consumer on 2.10+",
           "[apply][integration][server]") {
   LiveMesh mesh(test::ExampleRecordsJson());
-  Operator op(mesh.PassSettings());
+  Operator op(mesh.PassSettings().bus);
   const bool v210 = op.AtLeast210();
   // The version the bus reports is the one the test started.
   const std::string log = mesh::testing::ReadFile(mesh.server->log_file());

@@ -22,6 +22,7 @@
 #include "reconciler/apply/encode.h"
 #include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
+#include "tests/support/operator.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -43,30 +44,7 @@ std::string WithNodeD(const std::string& json) {
   return out;
 }
 
-// Out-of-band changes, made as the reconciler's own user (it may call the whole API).
-struct Operator {
-  std::unique_ptr<observers::BusConnection> bus;
-
-  explicit Operator(const Settings& settings) {
-    auto connected = observers::BusConnection::Connect(settings.bus);
-    REQUIRE(connected.ok());
-    bus = std::move(*connected);
-  }
-
-  void Call(const std::string& api, const std::string& payload = "") {
-    observers::ApiReply reply = bus->Request({"$JS.API." + api, payload});
-    REQUIRE(reply.status.ok());
-    auto error = observers::ParseApiError(reply.payload);
-    INFO(api << ": " << reply.payload);
-    REQUIRE_FALSE(error);
-  }
-
-  observers::ObservedJetStream Observe() {
-    auto observed = observers::ObserveJetStream(*bus);
-    REQUIRE(observed.ok());
-    return std::move(*observed);
-  }
-};
+using mesh::testing::Operator;
 
 // True when every desired stream and consumer is on the bus with exactly its configuration.
 void RequireMatches(const model::DesiredState& desired, const observers::ObservedJetStream& js) {
@@ -396,7 +374,7 @@ TEST_CASE("a fresh bus: one pass creates every stream and consumer, the next pla
   CHECK(first.duration_seconds > 0);
   CHECK(f.reconciler.bus_connected());
 
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   RequireMatches(f.desired, op.Observe());
 
   PassReport second = f.Pass();
@@ -493,7 +471,7 @@ TEST_CASE("streams and consumers deleted or changed out of band are restored",
           "[pass][integration][server]") {
   Fresh f;
   f.Converge();
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   model::StreamSpec events;
   for (const auto& s : f.desired.streams) {
     if (s.name.str() == "EVENTS") events = s;
@@ -570,7 +548,7 @@ TEST_CASE("named streams are repaired first, alone, with a few requests",
           "[pass][integration][server]") {
   Fresh f;
   f.Converge();
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   op.Call("STREAM.DELETE.SEAT_ledger");
   op.Call("STREAM.DELETE.DECL");
 
@@ -635,7 +613,7 @@ TEST_CASE("a stream's consumer limit: what fits is created, the rest reported, n
   int64_t on_decl = 0;
   for (const auto& c : f.desired.consumers) on_decl += c.stream.str() == "DECL" ? 1 : 0;
   REQUIRE(on_decl >= 2);
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   std::string config = EncodeStreamConfig(decl);
   config.insert(1, "\"max_consumers\":" + std::to_string(on_decl - 1) + ",");
   op.Call("STREAM.CREATE.DECL", config);
@@ -682,7 +660,7 @@ TEST_CASE("the whole store wiped and the server restarted: back after one pass",
   REQUIRE(report.status.ok());
   CHECK(report.plan.drift.size() == f.desired.streams.size() + f.desired.consumers.size());
   CHECK(report.converged());
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   RequireMatches(f.desired, op.Observe());
 }
 
@@ -786,7 +764,7 @@ TEST_CASE("records change: a node added appears, a node removed is left until --
 TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration][server]") {
   Fresh f;
   f.Converge();
-  Operator op(f.mesh.PassSettings());
+  Operator op(f.mesh.PassSettings().bus);
   op.Call("STREAM.DELETE.SEAT_intake");
   op.Call("CONSUMER.DELETE.CONTROL.controller");
   WriteFile(f.mesh.server->users_file(), "garbage");
@@ -831,7 +809,7 @@ TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched"
   CHECK(report.outcomes.empty());
   for (const DriftEntry& e : report.plan.drift) CHECK(e.remedy == Remedy::kUnsatisfiable);
   CHECK_FALSE(report.converged());
-  Operator op(mesh.PassSettings());
+  Operator op(mesh.PassSettings().bus);
   CHECK(op.Observe().streams.empty());
 }
 
