@@ -30,7 +30,7 @@
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/nats_server.h"
 
 namespace {

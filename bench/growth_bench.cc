@@ -42,7 +42,7 @@
 #include "model/desired.h"
 #include "observers/bus.h"
 #include "observers/server_version.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/nats_server.h"
 
 namespace {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench/support/bench_identity.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/flood.h"
 #include "tests/support/nats_server.h"
 

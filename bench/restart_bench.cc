@@ -36,7 +36,7 @@
 #include "observers/bus.h"
 #include "observers/server_version.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/nats_server.h"
 
 namespace {

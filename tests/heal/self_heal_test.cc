@@ -24,9 +24,9 @@
 #include "bench/support/mesh_gen.h"
 #include "observers/bus.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/daemon_support.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/flood.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler::test {
 namespace {

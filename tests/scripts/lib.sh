@@ -52,7 +52,7 @@ renamed_metrics() {
 
 # The metric families the daemon registers under their current names: .Name("...") after a
 # prometheus::Build* call in reconciler/*/*.cc, and the new names of kRenamedMetrics (registered
-# by Metrics::RegisterRenamed; tests/reconciler/metrics_test.cc checks each is exported).
+# by Metrics::RegisterRenamed; tests/reconciler/daemon/metrics_test.cc checks each is exported).
 registered_metrics() {
   {
     grep -h -A2 -E 'prometheus::Build(Counter|Gauge|Histogram|Summary)\(\)' reconciler/*/*.cc |

@@ -10,8 +10,12 @@ set -uo pipefail
 
 build="${MESH_BUILD_DIR:?MESH_BUILD_DIR: the CMake build folder}"
 status=0
-for folder in model observers reconciler heal; do
-  binary="$build/${folder}_tests"
+# The folders of CMakeLists.txt's MESH_TEST_FOLDERS, one binary each.
+folders="$(sed -n '/^set(MESH_TEST_FOLDERS/,/)/p' "${MESH_SOURCE_DIR:-.}/CMakeLists.txt" |
+  sed 's/set(MESH_TEST_FOLDERS//; s/)//' | tr -s ' \n' '\n' | grep .)"
+[ -n "$folders" ] || { echo "not ok - no MESH_TEST_FOLDERS in CMakeLists.txt"; exit 1; }
+for folder in $folders; do
+  binary="$build/${folder//\//_}_tests"
   if [ ! -x "$binary" ]; then
     echo "not ok - $binary is not built"
     status=1

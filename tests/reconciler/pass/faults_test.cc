@@ -25,7 +25,7 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
 #include "reconciler/pass/records_source.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace mesh::reconciler {

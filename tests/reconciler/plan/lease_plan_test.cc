@@ -14,8 +14,8 @@
 #include "observers/bus.h"
 #include "reconciler/pass/pass.h"
 #include "reconciler/plan/lease.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/bus_fixture.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "model/digest.h"
 #include "observers/http_client.h"
-#include "tests/reconciler/raw_client.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/raw_client.h"
 
 namespace mesh::reconciler::test {
 namespace {

@@ -12,8 +12,8 @@
 #include "reconciler/apply/encode.h"
 #include "reconciler/cli/settings.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

@@ -17,10 +17,10 @@
 #include "observers/http_client.h"
 #include "reconciler/http/http_server.h"
 #include "reconciler/http/listener_tls.h"
-#include "tests/reconciler/daemon_support.h"
-#include "tests/reconciler/raw_client.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/http_fakes.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/raw_client.h"
 #include "tests/support/test_certificates.h"
 
 namespace mesh::reconciler::test {

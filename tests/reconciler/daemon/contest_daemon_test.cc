@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "reconciler/plan/contest.h"
-#include "tests/reconciler/daemon_support.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/daemon_support.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler::test {
 namespace {

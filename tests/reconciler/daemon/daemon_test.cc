@@ -24,9 +24,9 @@
 #include "observers/server_version.h"
 #include "reconciler/cli/settings.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/daemon_support.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/daemon_support.h"
 #include "tests/support/nats_client.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler::test {
 namespace {

@@ -15,9 +15,9 @@
 #include "observers/jetstream.h"
 #include "reconciler/cli/settings.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_cluster.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler::test {
 

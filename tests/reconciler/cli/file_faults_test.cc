@@ -9,8 +9,8 @@
 #include <filesystem>
 
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/daemon_support.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/daemon_support.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler::test {
 namespace {

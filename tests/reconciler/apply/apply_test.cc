@@ -13,8 +13,8 @@
 
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/bus_fixture.h"
+#include "tests/support/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 
 namespace mesh::reconciler {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

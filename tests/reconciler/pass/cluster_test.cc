@@ -12,8 +12,8 @@
 #include "observers/monitor.h"
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/cluster_fixtures.h"
 #include "tests/support/bus_fixture.h"
+#include "tests/support/cluster_fixtures.h"
 #include "tests/support/nats_client.h"
 
 namespace mesh::reconciler::test {

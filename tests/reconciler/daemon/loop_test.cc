@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tests/reconciler/loop_support.h"
+#include "tests/support/loop_support.h"
 #include "tests/support/nats_server.h"
 
 namespace mesh::reconciler::test {

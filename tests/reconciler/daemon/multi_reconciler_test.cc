@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "observers/bus.h"
-#include "tests/reconciler/cluster_fixtures.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/cluster_fixtures.h"
+#include "tests/support/daemon_support.h"
 
 namespace mesh::reconciler::test {
 namespace {

@@ -12,8 +12,8 @@
 #include "observers/server_version.h"
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/operator.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

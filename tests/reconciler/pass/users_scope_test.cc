@@ -13,8 +13,8 @@
 #include "model/users_file.h"
 #include "observers/monitor.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

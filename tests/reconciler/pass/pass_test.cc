@@ -20,9 +20,9 @@
 #include "observers/monitor.h"
 #include "observers/users_file.h"
 #include "reconciler/apply/encode.h"
-#include "tests/reconciler/pass_fixtures.h"
 #include "tests/support/nats_client.h"
 #include "tests/support/operator.h"
+#include "tests/support/pass_fixtures.h"
 
 namespace mesh::reconciler {
 namespace {

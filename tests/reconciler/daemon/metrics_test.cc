@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "reconciler/daemon/process_metrics.h"
-#include "tests/reconciler/daemon_support.h"
+#include "tests/support/daemon_support.h"
 
 namespace mesh::reconciler::test {
 namespace {

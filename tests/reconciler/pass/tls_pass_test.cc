@@ -5,7 +5,7 @@
 
 #include "observers/certificate.h"
 #include "reconciler/pass/pass.h"
-#include "tests/reconciler/pass_fixtures.h"
+#include "tests/support/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
 
