@@ -22,6 +22,7 @@
 #include "observers/users_file.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/hash_job.h"
+#include "reconciler/pass/lease_rounds.h"
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/records_source.h"
 #include "reconciler/pass/recreation_wait.h"
@@ -138,17 +139,6 @@ struct Reconciler::Impl {
   // users file is a local file we own, so it is still planned and repaired on its own, since a
   // broken one may be exactly why the server is down or refuses us.
   void RepairUsersFileAlone(PassReport& report);
-  // One lease round at `now`, logging a change of role; the new state.
-  LeaseState LeaseRound(uint64_t pass_id);
-  // Before a pass acts under a lease: the bus hold read again, so that one written since the
-  // round stops this pass. Logs a hold that appeared or ended.
-  enum class HoldVerdict { kAct, kHeld, kUnknown };
-  HoldVerdict CheckBusHold(uint64_t pass_id, PassReport& report);
-  void NoteBusHold(uint64_t pass_id, const BusHoldView& before);
-  // Apply's hook before each chunk of JetStream actions (lease fencing): renews the lease when a
-  // round is due (a long pass must not outlive its lease), then lets the chunk go only while
-  // this instance still holds it.
-  ChunkDecision LeaseFence(uint64_t pass_id);
   void Finish(PassReport& report, Clock::time_point started);
   // A rotated password (Reconciler::RotatePassword), at the start of a pass: it is rendered
   // from now on; the hashes the users file holds are still proven with the old key.
@@ -190,9 +180,7 @@ struct Reconciler::Impl {
   std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
-  std::unique_ptr<LeaseKeeper> lease;    // with --lease
-  Clock::time_point last_lease_round{};  // when LeaseRound last ran
-  int cluster_size = 1;  // as the last pass observed it (the lease bucket's replicas)
+  LeaseRounds lease_rounds{settings};  // with --lease
   // The desired state and the users file rendered from `derived_from`: kept while the records
   // stay the same, so that a pass over unchanged records neither derives nor renders again.
   std::optional<model::Records> derived_from;
@@ -828,12 +816,8 @@ PassReport Reconciler::Impl::Begin(uint64_t pass_id, Trigger trigger, ApplyMode 
   report.trigger = trigger;
   report.mode = mode;
   Log(LogLevel::kDebug, pass_id, "pass started", {{"trigger", ToString(trigger)}});
-  if (settings.lease == LeaseMode::kKv && !lease) {
-    lease = std::make_unique<LeaseKeeper>(LeaseSettings{
-        NewLeaseIdentity(), LeaseTtlFor(settings.interval, settings.bus.request_timeout),
-        settings.bus.request_timeout});
-  }
-  if (lease) report.lease.role = LeaseRole::kUnknown;
+  lease_rounds.Start();
+  if (lease_rounds.active()) report.lease.role = LeaseRole::kUnknown;
   TakeRotatedPassword(pass_id);
   requests_before = bus ? bus->requests_sent() : 0;
   return report;
@@ -910,15 +894,15 @@ PlanOptions Reconciler::Impl::PlanOptionsFor(PassReport& report) const {
 
 void Reconciler::Impl::TakeLeaseRound(PassReport& report,
                                       const observers::ObservedState& observed) {
-  if (!lease) return;
+  if (!lease_rounds.active()) return;
   // `plan` (the CLI's observe-only pass) never takes, renews or writes the lease: run inside a
   // pod beside the daemon, it must not move the lease away from (or onto) anyone.
   if (report.trigger == Trigger::kOnce && report.mode == ApplyMode::kObserveOnly) {
     report.lease.error = "plan does not take the lease";
     return;
   }
-  cluster_size = observers::JetStreamClusterSize(observed);
-  report.lease = LeaseRound(report.pass_id);
+  lease_rounds.set_cluster_size(observers::JetStreamClusterSize(observed));
+  report.lease = lease_rounds.Round(report.pass_id, bus->native_handle());
 }
 
 std::vector<Action> Reconciler::Impl::ActionsThisInstanceMayApply(PassReport& report) {
@@ -926,10 +910,11 @@ std::vector<Action> Reconciler::Impl::ActionsThisInstanceMayApply(PassReport& re
   // bus hold nothing is applied, and with the hold unknown, only the users file.
   std::vector<Action> allowed =
       ActionsAllowed(report.plan.actions, AccessFor(report.lease, Clock::now()));
-  if (!lease || allowed.empty()) return allowed;
-  const HoldVerdict verdict = CheckBusHold(report.pass_id, report);
-  if (verdict == HoldVerdict::kHeld) allowed.clear();
-  if (verdict == HoldVerdict::kUnknown) {
+  if (!lease_rounds.active() || allowed.empty()) return allowed;
+  const LeaseRounds::HoldVerdict verdict =
+      lease_rounds.CheckBusHold(report.pass_id, bus->native_handle(), report);
+  if (verdict == LeaseRounds::HoldVerdict::kHeld) allowed.clear();
+  if (verdict == LeaseRounds::HoldVerdict::kUnknown) {
     allowed = ActionsAllowed(std::move(allowed), JetStreamAccess::kUsersFileOnly);
   }
   return allowed;
@@ -943,7 +928,9 @@ void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Acti
   targets.users_file_path = settings.users_file;
   targets.pid_file = settings.pid_file;
   targets.monitor_url = settings.monitor_url;
-  if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+  if (lease_rounds.active()) {
+    targets.before_chunk = [this, pass_id] { return lease_rounds.Fence(pass_id, bus.get()); };
+  }
   std::optional<HashingPauseHold> holding;
   if (ChangesJetStream(allowed)) holding.emplace(hashing_pause);
   report.outcomes = settings.bus.password == own_password
@@ -1005,24 +992,6 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   report.remaining = plan_file().drift;
 }
 
-ChunkDecision Reconciler::Impl::LeaseFence(uint64_t pass_id) {
-  // A chunk is answered (or times out, perhaps carried out all the same) within the request
-  // timeout: it is sent only when it would end under the lease. A round renews the lease when
-  // one is due, or when too little of it is left for the chunk.
-  const std::chrono::milliseconds longest = settings.bus.request_timeout;
-  if (bus && bus->connected() &&
-      (Clock::now() - last_lease_round >= LeaseRoundFor(settings.interval) ||
-       AccessForWrite(lease->state(), Clock::now(), longest) != JetStreamAccess::kAct)) {
-    LeaseRound(pass_id);
-  }
-  const LeaseState& state = lease->state();
-  if (AccessForWrite(state, Clock::now(), longest) == JetStreamAccess::kAct) return {};
-  Log(LogLevel::kWarn, pass_id, "lease lapsed during the pass: not applying the rest",
-      {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
-  return {ChunkVerdict::kStop,
-          std::string("this instance no longer holds the lease (") + ToString(state.role) + ")"};
-}
-
 Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
   // The server only: the users file is not part of the named streams' plan.
   observers::ObservedState observed;
@@ -1041,7 +1010,10 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
   const Clock::time_point begin = Clock::now();
   // Only an instance that may act on JetStream now: the holder (as its last round saw it) or
   // one without a lease. Anyone else leaves it to the full pass, which runs the lease round.
-  if (lease && AccessFor(lease->state(), Clock::now()) != JetStreamAccess::kAct) return;
+  if (lease_rounds.active() &&
+      AccessFor(lease_rounds.keeper().state(), Clock::now()) != JetStreamAccess::kAct) {
+    return;
+  }
   const uint64_t pass_id = report.pass_id;
   const PlanOptions options{settings.prune, std::string(), static_cast<int64_t>(geteuid())};
   Result<observers::ObservedState> observed = ObserveNamed(named);
@@ -1062,13 +1034,17 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
   // other's updates.
   ReviewContests(report, plan);
   std::vector<Action> actions = plan.actions;
-  if (!actions.empty() && lease && CheckBusHold(pass_id, report) != HoldVerdict::kAct) {
+  if (!actions.empty() && lease_rounds.active() &&
+      lease_rounds.CheckBusHold(pass_id, bus->native_handle(), report) !=
+          LeaseRounds::HoldVerdict::kAct) {
     actions.clear();
   }
   if (!actions.empty()) {
     ApplyTargets targets;
     targets.bus = bus.get();
-    if (lease) targets.before_chunk = [this, pass_id] { return LeaseFence(pass_id); };
+    if (lease_rounds.active()) {
+      targets.before_chunk = [this, pass_id] { return lease_rounds.Fence(pass_id, bus.get()); };
+    }
     const HashingPauseHold holding(hashing_pause);  // only streams and consumers here
     report.outcomes = Apply(std::move(actions), targets);
     NoteUpdates(report, plan);
@@ -1095,59 +1071,6 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     }
   }
   report.plan = std::move(plan);
-}
-
-LeaseState Reconciler::Impl::LeaseRound(uint64_t pass_id) {
-  last_lease_round = Clock::now();
-  const LeaseState before = lease->state();
-  const BusHoldView hold_before = lease->bus_hold();
-  LeaseState state =
-      lease->Round(bus->native_handle(), cluster_size, Clock::now(), UnixMillisNow());
-  NoteBusHold(pass_id, hold_before);
-  if (std::string note = lease->TakeReplicasNote(); !note.empty()) {
-    Log(LogLevel::kInfo, pass_id, "lease bucket", {{"replicas", note}});
-  }
-  if (std::string note = lease->TakeMaxAgeNote(); !note.empty()) {
-    Log(LogLevel::kInfo, pass_id, "lease bucket", {{"max_age", note}});
-  }
-  // A change of role, or a round failing for another reason than the last one: an instance
-  // that cannot reach the lease says why (it starts "unknown", so a first round that fails
-  // would otherwise say nothing), once per reason rather than every round.
-  if (state.role != before.role || state.error != before.error) {
-    Log(LogLevel::kInfo, pass_id, "lease",
-        {{"role", ToString(state.role)}, {"holder", state.holder}, {"error", state.error}});
-  }
-  return state;
-}
-
-Reconciler::Impl::HoldVerdict Reconciler::Impl::CheckBusHold(uint64_t pass_id, PassReport& report) {
-  const BusHoldView before = lease->bus_hold();
-  const BusHoldView& view =
-      lease->CheckBusHold(bus->native_handle(), cluster_size, UnixMillisNow());
-  NoteBusHold(pass_id, before);
-  if (!view.known()) return HoldVerdict::kUnknown;
-  if (!view.hold) return HoldVerdict::kAct;
-  report.bus_hold = view.hold;
-  return HoldVerdict::kHeld;
-}
-
-void Reconciler::Impl::NoteBusHold(uint64_t pass_id, const BusHoldView& before) {
-  const BusHoldView& now = lease->bus_hold();
-  if (now.hold && (!before.hold || before.hold->until_unix_ms != now.hold->until_unix_ms ||
-                   before.hold->through != now.hold->through)) {
-    Log(LogLevel::kInfo, pass_id, "bus held: passes observe only",
-        {{"scope", "bus"},
-         {"by", now.hold->by},
-         {"reason", now.hold->reason},
-         {"through", now.hold->through},
-         {"until", FormatRfc3339Millis(now.hold->until_unix_ms)}});
-  } else if (before.hold && !now.hold && now.known()) {
-    Log(LogLevel::kInfo, pass_id, "bus hold ended: passes apply again",
-        {{"scope", "bus"}, {"held_by", before.hold->by}, {"held_reason", before.hold->reason}});
-  } else if (!now.known() && now.error != before.error) {
-    Log(LogLevel::kWarn, pass_id, "bus hold unreadable: acting on the users file only",
-        {{"error", now.error}});
-  }
 }
 
 void Reconciler::Impl::TakeRotatedPassword(uint64_t pass_id) {
@@ -1254,54 +1177,43 @@ HashingStop Reconciler::StopHashing(std::chrono::milliseconds wait) {
 }
 
 LeaseChange Reconciler::RunLeaseRound() {
-  Impl& impl = *impl_;
-  // Before the first pass (no keeper yet) or without a bus, the next pass runs the round.
-  if (!impl.lease || !impl.bus || !impl.bus->connected()) return LeaseChange::kNone;
-  const bool was_holder = impl.lease->state().role == LeaseRole::kHolder;
-  const bool was_held = impl.lease->bus_hold().hold.has_value();
-  const LeaseState state = impl.LeaseRound(0);
-  if (state.role == LeaseRole::kHolder && !was_holder) return LeaseChange::kAcquired;
-  const BusHoldView& hold = impl.lease->bus_hold();
-  if (was_held && !hold.hold && hold.known()) return LeaseChange::kHoldEnded;
-  return LeaseChange::kNone;
+  return impl_->lease_rounds.RoundBetweenPasses(impl_->bus.get());
 }
 
 Status Reconciler::WriteBusHold(BusHold hold) {
   Impl& impl = *impl_;
-  if (!impl.lease) return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  if (!impl.lease_rounds.active()) {
+    return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  }
   if (!impl.bus || !impl.bus->connected()) {
     return Status(Errc::kUnavailable, "not connected to the bus");
   }
-  hold.through = impl.lease->lease().identity();
-  return impl.lease->WriteBusHold(impl.bus->native_handle(), impl.cluster_size, hold);
+  return impl.lease_rounds.WriteBusHold(impl.bus->native_handle(), std::move(hold));
 }
 
 Status Reconciler::DeleteBusHold() {
   Impl& impl = *impl_;
-  if (!impl.lease) return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  if (!impl.lease_rounds.active()) {
+    return Status(Errc::kUnavailable, "a hold for the bus needs --lease");
+  }
   if (!impl.bus || !impl.bus->connected()) {
     return Status(Errc::kUnavailable, "not connected to the bus");
   }
-  return impl.lease->DeleteBusHold(impl.bus->native_handle(), impl.cluster_size);
+  return impl.lease_rounds.DeleteBusHold(impl.bus->native_handle());
 }
 
 BusHoldView Reconciler::bus_hold() const {
-  if (!impl_->lease) return {};
-  return impl_->lease->bus_hold();
+  if (!impl_->lease_rounds.active()) return {};
+  return impl_->lease_rounds.keeper().bus_hold();
 }
 
 void Reconciler::ReleaseLease() {
-  Impl& impl = *impl_;
-  if (!impl.lease || !impl.lease->lease().MayHold()) return;
-  if (!impl.bus || !impl.bus->connected()) return;  // it ages out on its own
-  const Status released = impl.lease->Release(impl.bus->native_handle(), impl.cluster_size);
-  Log(released.ok() ? LogLevel::kInfo : LogLevel::kWarn, 0, "lease released",
-      {{"error", released.ok() ? std::string() : released.ToString()}});
+  impl_->lease_rounds.Release(impl_->bus.get());
 }
 
 LeaseState Reconciler::lease_state() const {
-  if (!impl_->lease) return LeaseState{};
-  return impl_->lease->state();
+  if (!impl_->lease_rounds.active()) return LeaseState{};
+  return impl_->lease_rounds.keeper().state();
 }
 
 bool Reconciler::bus_connected() const {
