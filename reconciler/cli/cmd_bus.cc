@@ -153,6 +153,11 @@ void DropEnvelope(rapidjson::Document& doc) {
   }
 }
 
+// The server's refusal as the bus commands print it: its words and its err_code.
+Status Refusal(const std::string& description, int err_code) {
+  return Status(Errc::kRefused, description + " (err_code " + std::to_string(err_code) + ")");
+}
+
 Answer Ask(observers::BusConnection& bus, const std::string& subject) {
   Answer answer;
   observers::ApiReply reply = bus.Request({subject, ""});
@@ -162,8 +167,7 @@ Answer Ask(observers::BusConnection& bus, const std::string& subject) {
   }
   if (auto error = observers::ParseApiError(reply.payload)) {
     answer.err_code = error->err_code;
-    answer.status = Status(
-        Errc::kRefused, error->description + " (err_code " + std::to_string(error->err_code) + ")");
+    answer.status = Refusal(error->description, error->err_code);
     return answer;
   }
   std::optional<rapidjson::Document> doc = model::json::ParseObject(reply.payload);
@@ -404,11 +408,7 @@ int Delete(observers::BusConnection& bus, const char* command, Action action,
     return CommandFail(command, "no " + what);
   }
   if (outcome.outcome == Outcome::kRefused) {
-    return CommandFail(
-        command, what + ": " +
-                     Status(Errc::kRefused,
-                            outcome.detail + " (err_code " + std::to_string(outcome.err_code) + ")")
-                         .ToString());
+    return CommandFail(command, what + ": " + Refusal(outcome.detail, outcome.err_code).ToString());
   }
   if (outcome.outcome != Outcome::kDone) return CommandFail(command, what + ": " + outcome.detail);
   std::printf("%s\n", done.c_str());
@@ -422,11 +422,8 @@ int RunDeleteStream(Settings& settings) {
   std::unique_ptr<observers::BusConnection> bus;
   if (auto exit = BeforeDelete(settings, kCommand, 1, bus)) return *exit;
   const std::string& name = settings.positional[0];
-  Action action;
-  action.kind = ActionKind::kDeleteStream;
-  action.name = name;
-  action.target_stream = StreamName(name);
-  return Delete(*bus, kCommand, std::move(action), "stream " + name, kStreamNotFound,
+  return Delete(*bus, kCommand, DeleteStreamAction(StreamName(name)), "stream " + name,
+                kStreamNotFound,
                 "deleted stream " + name +
                     " (a running reconciler creates it again from the records on its next pass)");
 }
@@ -437,13 +434,8 @@ int RunDeleteConsumer(Settings& settings) {
   if (auto exit = BeforeDelete(settings, kCommand, 2, bus)) return *exit;
   const std::string& stream = settings.positional[0];
   const std::string& name = settings.positional[1];
-  Action action;
-  action.kind = ActionKind::kDeleteConsumer;
-  action.name = stream + "/" + name;  // as the plan names consumers
-  action.target_stream = StreamName(stream);
-  action.target_consumer = ConsumerName(name);
-  return Delete(*bus, kCommand, std::move(action), "consumer " + name + " on stream " + stream,
-                kConsumerNotFound,
+  return Delete(*bus, kCommand, DeleteConsumerAction(StreamName(stream), ConsumerName(name)),
+                "consumer " + name + " on stream " + stream, kConsumerNotFound,
                 "deleted consumer " + name + " on stream " + stream +
                     " (a running reconciler creates it again from the records on its next pass)");
 }

@@ -378,11 +378,7 @@ class Planner {
       DriftEntry entry = UnexpectedEntry(ObjectKind::kStream, s.config.name.str());
       if (entry.remedy == Remedy::kPrune) {
         deleted_streams_.insert(s.config.name);
-        Action action;
-        action.kind = ActionKind::kDeleteStream;
-        action.name = s.config.name.str();
-        action.target_stream = s.config.name;
-        stream_deletes_.push_back(std::move(action));
+        stream_deletes_.push_back(DeleteStreamAction(s.config.name));
       }
       entries.emplace(s.config.name, std::move(entry));
     }
@@ -503,12 +499,7 @@ class Planner {
           UnexpectedEntry(ObjectKind::kConsumer, ConsumerEntryName(key.first, key.second));
       // Deleting the stream deletes its consumers: no separate action.
       if (entry.remedy == Remedy::kPrune && deleted_streams_.count(key.first) == 0) {
-        Action action;
-        action.kind = ActionKind::kDeleteConsumer;
-        action.name = entry.name;
-        action.target_stream = key.first;
-        action.target_consumer = key.second;
-        consumer_deletes_.push_back(std::move(action));
+        consumer_deletes_.push_back(DeleteConsumerAction(key.first, key.second));
       }
       entries.emplace(key, std::move(entry));
     }
@@ -679,6 +670,23 @@ ObjectKind KindOf(ActionKind v) {
       return ObjectKind::kConsumer;
   }
   return ObjectKind::kStream;
+}
+
+Action DeleteStreamAction(const StreamName& stream) {
+  Action action;
+  action.kind = ActionKind::kDeleteStream;
+  action.name = stream.str();
+  action.target_stream = stream;
+  return action;
+}
+
+Action DeleteConsumerAction(const StreamName& stream, const ConsumerName& consumer) {
+  Action action;
+  action.kind = ActionKind::kDeleteConsumer;
+  action.name = ConsumerEntryName(stream, consumer);
+  action.target_stream = stream;
+  action.target_consumer = consumer;
+  return action;
 }
 
 const char* VerbOf(ActionKind v) {

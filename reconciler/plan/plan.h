@@ -135,6 +135,11 @@ inline const StreamName& ConsumerStream(const Action& a) {
   return a.consumer ? a.consumer->stream : a.target_stream;
 }
 
+// A deletion, named as the plan names drift entries ("STREAM", "STREAM/durable"): what --prune
+// plans, and what the on-call CLI's delete-stream and delete-consumer apply.
+Action DeleteStreamAction(const StreamName& stream);
+Action DeleteConsumerAction(const StreamName& stream, const ConsumerName& consumer);
+
 struct PlanOptions {
   Prune prune = Prune::kNo;
   std::string users_file_path;  // names the users-file drift entry; empty: users file unmanaged
