@@ -93,7 +93,7 @@ struct Reconciler::Impl {
   // The whole account: observed, planned (after waiting for deleted streams' stores), applied
   // as far as this instance may, and observed again to report what remains.
   void ObservePlanApply(PassReport& report);
-  PlanOptions PlanOptionsFor(PassReport& report) const;  // and the report's users_file_check
+  PlanOptions PlanOptionsNow() const;  // the users file left out while the job hashes
   // With --lease, this pass's lease round (not for `plan`).
   void TakeLeaseRound(PassReport& report, const observers::ObservedState& observed);
   // The plan's actions less what the lease and the bus hold keep this instance from applying.
@@ -856,7 +856,11 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
   report.unhealthy = UnhealthyOf(*observed);
   report.advisory_scope = ScopeOf(desired, *observed);
   recreation.deletions()->SetScope(report.advisory_scope);
-  const PlanOptions options = PlanOptionsFor(report);
+  if (!settings.users_file.empty()) {
+    report.users_file_check =
+        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
+  }
+  const PlanOptions options = PlanOptionsNow();
   TakeLeaseRound(report, *observed);
   report.plan = Plan(desired, rendered, *observed, options);
   NoteUnhashed(report);
@@ -879,14 +883,10 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
   if (!allowed.empty()) ApplyAndObserveAgain(report, std::move(allowed), options);
 }
 
-PlanOptions Reconciler::Impl::PlanOptionsFor(PassReport& report) const {
+PlanOptions Reconciler::Impl::PlanOptionsNow() const {
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).
-  if (!settings.users_file.empty()) {
-    report.users_file_check =
-        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
-  }
   return PlanOptions{settings.prune,
                      rendering == Rendering::kPending ? std::string() : settings.users_file,
                      static_cast<int64_t>(geteuid())};
