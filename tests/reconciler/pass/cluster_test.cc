@@ -10,6 +10,7 @@
 #include <map>
 
 #include "observers/monitor.h"
+#include "reconciler/base/log.h"
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/pass.h"
 #include "tests/support/bus_fixture.h"
@@ -18,13 +19,6 @@
 
 namespace mesh::reconciler::test {
 namespace {
-
-// The wall clock's now, for the bus hold's `until` (LeaseKeeper::Round).
-int64_t WallMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -321,13 +315,13 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   LeaseState first;
   const bool acquired = mesh::testing::WaitFor(
       [&] {
-        first = a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+        first = a.Round(a_connection.get(), cluster_size, LeaseClock::now(), UnixMillisNow());
         return first.role == LeaseRole::kHolder;
       },
       seconds(180));
   INFO(first.error);
   REQUIRE(acquired);
-  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis()).role ==
+  CHECK(b.Round(b_connection.get(), cluster_size, LeaseClock::now(), UnixMillisNow()).role ==
         LeaseRole::kStandby);
 
   auto admin = observers::BusConnection::Connect(
@@ -366,9 +360,9 @@ TEST_CASE("The lease bucket in a 3-node cluster has 3 replicas, its holder outla
   const bool held_again = mesh::testing::WaitFor(
       [&] {
         LeaseState mine =
-            a.Round(a_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+            a.Round(a_connection.get(), cluster_size, LeaseClock::now(), UnixMillisNow());
         LeaseState other =
-            b.Round(b_connection.get(), cluster_size, LeaseClock::now(), WallMillis());
+            b.Round(b_connection.get(), cluster_size, LeaseClock::now(), UnixMillisNow());
         last_a = describe(mine);
         if (other.role == LeaseRole::kHolder && b_held++ == 0) {
           first_b_hold =
@@ -395,7 +389,7 @@ bool RoundsUntilHolder(LeaseKeeper& keeper, natsConnection* connection, int clus
                        milliseconds deadline, LeaseState& last, std::string* note = nullptr) {
   return mesh::testing::WaitFor(
       [&] {
-        last = keeper.Round(connection, cluster_size, LeaseClock::now(), WallMillis());
+        last = keeper.Round(connection, cluster_size, LeaseClock::now(), UnixMillisNow());
         if (note == nullptr) return last.role == LeaseRole::kHolder;  // the notes left to take
         if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) *note = taken;
         return last.role == LeaseRole::kHolder;
@@ -414,7 +408,7 @@ bool StartStoppedUntilThreeReplicas(ClusterMesh& mesh, LeaseKeeper& keeper,
   mesh.cluster().RequireRejoined(0);
   return mesh::testing::WaitFor(
       [&] {
-        LeaseState state = keeper.Round(connection, 3, LeaseClock::now(), WallMillis());
+        LeaseState state = keeper.Round(connection, 3, LeaseClock::now(), UnixMillisNow());
         if (std::string taken = keeper.TakeReplicasNote(); !taken.empty()) note = taken;
         return state.role == LeaseRole::kHolder && ViewBucket(admin).replicas == 3;
       },
@@ -460,7 +454,7 @@ TEST_CASE(
   REQUIRE(raised);
   CHECK(note == "the lease bucket has 2 replica(s), 3 wanted: raised");
   // Once raised, the next rounds say nothing more.
-  a.Round(a_connection.get(), 3, LeaseClock::now(), WallMillis());
+  a.Round(a_connection.get(), 3, LeaseClock::now(), UnixMillisNow());
   CHECK(a.TakeReplicasNote().empty());
   // Every replica current before a member is lost (the third one catches up).
   REQUIRE(mesh::testing::WaitFor(

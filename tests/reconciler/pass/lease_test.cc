@@ -12,6 +12,7 @@
 
 #include "observers/bus.h"
 #include "observers/jetstream.h"
+#include "reconciler/base/log.h"
 #include "reconciler/pass/lease_store.h"
 #include "tests/support/bus_fixture.h"
 #include "tests/support/nats_client.h"
@@ -19,13 +20,6 @@
 
 namespace mesh::reconciler {
 namespace {
-
-// The wall clock's now, for the bus hold's `until` (LeaseKeeper::Round).
-int64_t WallMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -461,7 +455,7 @@ struct Instance {
       : connection(mesh::testing::ConnectNats({server.url()}, mesh::testing::kReconcilerUser,
                                               mesh::testing::kReconcilerPassword)),
         keeper(LeaseSettings{identity, ttl, timeout}) {}
-  LeaseState Round() { return keeper.Round(connection.get(), 1, Clock::now(), WallMillis()); }
+  LeaseState Round() { return keeper.Round(connection.get(), 1, Clock::now(), UnixMillisNow()); }
   mesh::testing::NatsConnectionPtr connection;
   LeaseKeeper keeper;
 };
