@@ -299,6 +299,56 @@ TEST_CASE("A stale mesh durable created by hand is reported at once, an ephemera
   f.Stop();
 }
 
+// A client's durables on DECL (a workqueue: one filter each): deleting DECL, the server deletes
+// them one by one, an advisory each, before it sends DECL's own advisory and removes the folder.
+void CreateClientDurables(DaemonFixture& f, int count) {
+  std::vector<observers::ApiRequest> creates;
+  for (int i = 0; i < count; ++i) {
+    const std::string name = "client-" + std::to_string(i);
+    creates.push_back({"$JS.API.CONSUMER.DURABLE.CREATE.DECL." + name,
+                       R"({"stream_name":"DECL","config":{"durable_name":")" + name +
+                           R"(","ack_policy":"explicit","filter_subject":"mesh.decl.)" + name +
+                           R"("}})"});
+  }
+  for (const observers::ApiReply& reply : f.Bus().RequestMany(creates)) {
+    INFO(reply.status.ToString() << " " << reply.payload);
+    REQUIRE(reply.status.ok());
+    REQUIRE(reply.payload.find("\"error\"") == std::string::npos);
+  }
+}
+
+// After DECL was recreated: the controller publishes declarations (conventions:
+// mesh.decl.<node>; the server's acknowledgement names the stream that stored each), the daemon
+// stops (it must not get a chance to recreate a lost stream and hide the loss) and the server
+// restarts. Whether DECL then holds every acknowledged message; `info` says what it holds.
+bool AcknowledgedSurviveRestart(DaemonFixture& f, std::string& info) {
+  constexpr int kMessages = 20;
+  observers::BusSettings controller_bus = f.mesh_.PassSettings().bus;
+  controller_bus.user = "mesh-controller";
+  controller_bus.password = "demo-only-controller-password";
+  auto controller = observers::BusConnection::Connect(controller_bus);
+  INFO(controller.status().ToString());
+  REQUIRE(controller.ok());
+  for (int i = 0; i < kMessages; ++i) {
+    observers::ApiReply ack = (*controller)->Request({"mesh.decl.node-a", "m" + std::to_string(i)});
+    INFO(ack.status.ToString() << " " << ack.payload);
+    REQUIRE(ack.status.ok());
+    REQUIRE(ack.payload.find("\"stream\":\"DECL\"") != std::string::npos);
+  }
+  controller->reset();
+  f.Stop();
+  f.bus_.reset();
+  f.mesh_.server->Restart();
+  return WaitFor(
+      [&] {
+        observers::ApiReply reply = f.Bus().Request({"$JS.API.STREAM.INFO.DECL", ""});
+        info = reply.status.ToString() + " " + reply.payload;
+        return reply.status.ok() && reply.payload.find("\"messages\":" + std::to_string(kMessages) +
+                                                       ",") != std::string::npos;
+      },
+      seconds(10));
+}
+
 // Issue 11: on 2.9 the server drops a deleted stream from its lists, then deletes its consumers,
 // sends the advisory and only then removes the store folder. A stream recreated meanwhile has
 // its folder removed under it: what it acknowledges is gone at the next restart. On 2.10 and
@@ -320,24 +370,9 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
   }
   f.StartDaemon();
   f.WaitConverged();
-  // A client's durables on DECL (a workqueue: one filter each), as many as the Large mesh's
-  // nodes have there and more: deleting DECL, the server deletes them one by one, an advisory
-  // each, before it sends DECL's own advisory and removes the folder. A settle counted from the
-  // first advisory ended while they were still being deleted (2 runs of 2 lost DECL).
-  constexpr int kClientDurables = 3000;
-  std::vector<observers::ApiRequest> creates;
-  for (int i = 0; i < kClientDurables; ++i) {
-    const std::string name = "client-" + std::to_string(i);
-    creates.push_back({"$JS.API.CONSUMER.DURABLE.CREATE.DECL." + name,
-                       R"({"stream_name":"DECL","config":{"durable_name":")" + name +
-                           R"(","ack_policy":"explicit","filter_subject":"mesh.decl.)" + name +
-                           R"("}})"});
-  }
-  for (const observers::ApiReply& reply : f.Bus().RequestMany(creates)) {
-    INFO(reply.status.ToString() << " " << reply.payload);
-    REQUIRE(reply.status.ok());
-    REQUIRE(reply.payload.find("\"error\"") == std::string::npos);
-  }
+  // As many client durables as the Large mesh's nodes have on DECL, and more. A settle counted
+  // from the first advisory ended while they were still being deleted (2 runs of 2 lost DECL).
+  CreateClientDurables(f, 3000);
   const std::vector<std::string> burst = {"DECL", "EVENTS", "SEAT_ledger"};
   for (const auto& stream : burst) f.DeleteStream(stream);
   REQUIRE(WaitFor(
@@ -347,35 +382,8 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
       },
       kRepairDeadline));
   f.WaitConverged();
-  constexpr int kMessages = 20;
-  // The controller publishes declarations (conventions: mesh.decl.<node>); the server's
-  // acknowledgement names the stream that stored each.
-  observers::BusSettings controller_bus = f.mesh_.PassSettings().bus;
-  controller_bus.user = "mesh-controller";
-  controller_bus.password = "demo-only-controller-password";
-  auto controller = observers::BusConnection::Connect(controller_bus);
-  INFO(controller.status().ToString());
-  REQUIRE(controller.ok());
-  for (int i = 0; i < kMessages; ++i) {
-    observers::ApiReply ack = (*controller)->Request({"mesh.decl.node-a", "m" + std::to_string(i)});
-    INFO(ack.status.ToString() << " " << ack.payload);
-    REQUIRE(ack.status.ok());
-    REQUIRE(ack.payload.find("\"stream\":\"DECL\"") != std::string::npos);
-  }
-  controller->reset();
-  // The daemon must not get a chance to recreate a lost stream and hide the loss.
-  f.Stop();
-  f.bus_.reset();
-  f.mesh_.server->Restart();
   std::string info;
-  const bool all_there = WaitFor(
-      [&] {
-        observers::ApiReply reply = f.Bus().Request({"$JS.API.STREAM.INFO.DECL", ""});
-        info = reply.status.ToString() + " " + reply.payload;
-        return reply.status.ok() && reply.payload.find("\"messages\":" + std::to_string(kMessages) +
-                                                       ",") != std::string::npos;
-      },
-      seconds(10));
+  const bool all_there = AcknowledgedSurviveRestart(f, info);
   INFO(info);
   INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
   const std::string log = f.daemon_->log();
