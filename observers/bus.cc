@@ -8,9 +8,14 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "model/thread_safety.h"
+#include "observers/api_audit.h"
 #include "observers/c_handle.h"
 #include "observers/jetstream_api.h"
 #include "observers/nats_error.h"
@@ -107,6 +112,18 @@ void OnAdvisory(natsConnection*, natsSubscription*, natsMsg* msg, void* closure)
   MsgPtr owned(msg);
   SinkRegistry::Get().Emit(closure, BusEvent::kAdvisory, natsMsg_GetSubject(msg));
 }
+void OnApiAudit(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  MsgPtr owned(msg);
+  const std::string_view audit(natsMsg_GetData(msg),
+                               static_cast<size_t>(std::max(natsMsg_GetDataLength(msg), 0)));
+  if (std::optional<std::string> stream = StreamDeletionAnswered(audit)) {
+    SinkRegistry::Get().Emit(closure, BusEvent::kStreamDeletionAnswered, *stream);
+  }
+}
+// The API audits waiting on cnats' thread: each carries a request's whole answer (a stream
+// list's page among them), so the bound is in bytes; cnats drops what comes beyond it.
+constexpr int kAuditPendingMessages = 65536;
+constexpr int kAuditPendingBytes = 8 * 1024 * 1024;
 
 // The request index carried in the last token of a reply subject "<prefix>.<index>".
 std::optional<size_t> ReplyIndex(std::string_view subject, std::string_view prefix) {
@@ -630,16 +647,26 @@ ApiReply BusConnection::Request(const ApiRequest& request) {
   return std::move(RequestMany({request}).front());
 }
 
-Status BusConnection::SubscribeAdvisories() {
+Status BusConnection::SubscribeAdvisories(DeletionAnswers answers) {
   Impl& impl = *impl_;
   void* closure = reinterpret_cast<void*>(impl.sink_id);
-  for (const char* subject : {jsapi::kStreamAdvisories, jsapi::kConsumerAdvisories}) {
+  struct Wanted {
+    const char* subject;
+    natsMsgHandler handler;
+  };
+  std::vector<Wanted> wanted = {{jsapi::kStreamAdvisories, OnAdvisory},
+                                {jsapi::kConsumerAdvisories, OnAdvisory}};
+  if (answers == DeletionAnswers::kForwarded) wanted.push_back({jsapi::kApiAudits, OnApiAudit});
+  for (const Wanted& w : wanted) {
     natsSubscription* raw_sub = nullptr;
     natsStatus s =
-        natsConnection_Subscribe(&raw_sub, impl.connection.get(), subject, OnAdvisory, closure);
+        natsConnection_Subscribe(&raw_sub, impl.connection.get(), w.subject, w.handler, closure);
     SubscriptionPtr sub(raw_sub);
+    if (s == NATS_OK && w.handler == OnApiAudit) {
+      s = natsSubscription_SetPendingLimits(sub.get(), kAuditPendingMessages, kAuditPendingBytes);
+    }
     if (s != NATS_OK) {
-      return NatsError(s, std::string("subscribe ") + subject + " on " + impl.address);
+      return NatsError(s, std::string("subscribe ") + w.subject + " on " + impl.address);
     }
     impl.advisory_subscriptions.push_back(std::move(sub));
   }

@@ -45,8 +45,20 @@ enum class Spread {
   kLanes,
 };
 
-enum class BusEvent { kAdvisory, kReconnected, kDisconnected };
-using EventSink = std::function<void(BusEvent, const std::string& subject)>;
+// What the EventSink is told, and what its text is for each:
+enum class BusEvent {
+  kAdvisory,                // a stream or consumer advisory: its subject
+  kStreamDeletionAnswered,  // the server answered a stream's deletion with success: the stream
+  kReconnected,             // cnats reconnected: the server's URL (no credential)
+  kDisconnected,            // cnats lost the connection: ""
+};
+using EventSink = std::function<void(BusEvent, const std::string& text)>;
+
+// Whether SubscribeAdvisories also forwards the answers to stream deletions, read from the API
+// audit advisories (observers/api_audit.h). The server sends one for every JetStream API request
+// of the account, the reconciler's own included, so they are subscribed only where nothing else
+// tells when a deleted stream's store is gone (RecreationWait).
+enum class DeletionAnswers { kNotForwarded, kForwarded };
 
 class BusConnection {
  public:
@@ -101,8 +113,12 @@ class BusConnection {
   ApiReply Request(const ApiRequest& request);
 
   // Subscribes the advisory subjects ($JS.EVENT.ADVISORY.STREAM.> and .CONSUMER.>) and
-  // forwards each message to the EventSink as kAdvisory.
-  Status SubscribeAdvisories();
+  // forwards each message to the EventSink as kAdvisory. With DeletionAnswers::kForwarded, also
+  // $JS.EVENT.ADVISORY.API, forwarding each successful stream deletion as
+  // kStreamDeletionAnswered and dropping every other audit on cnats' thread; at most 8 MiB
+  // of them wait there (beyond, cnats drops them for that subscription alone: a recreation
+  // waiting for a dropped answer waits out its bound).
+  Status SubscribeAdvisories(DeletionAnswers answers = DeletionAnswers::kNotForwarded);
 
   // notAfter (Unix seconds) of the certificate the server presented on the latest TLS
   // handshake; nullopt on a plaintext connection. The source of

@@ -64,6 +64,8 @@ inline std::string ConsumerDelete(std::string_view stream, std::string_view cons
 // Advisories: the subscriptions, and the prefixes before the stream's name.
 inline constexpr const char* kStreamAdvisories = "$JS.EVENT.ADVISORY.STREAM.>";
 inline constexpr const char* kConsumerAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.>";
+// One after the answer to every API request of the account (observers/api_audit.h).
+inline constexpr const char* kApiAudits = "$JS.EVENT.ADVISORY.API";
 inline constexpr std::string_view kStreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED.";
 inline constexpr std::string_view kStreamDeleted = "$JS.EVENT.ADVISORY.STREAM.DELETED.";
 inline constexpr std::string_view kStreamUpdated = "$JS.EVENT.ADVISORY.STREAM.UPDATED.";

@@ -129,6 +129,11 @@ bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topol
   return topology == Topology::kStandalone && version && *version >= ServerVersion{2, 10, 0};
 }
 
+bool DeletionAnswerMarksStoreRemoved(const std::optional<ServerVersion>& version,
+                                     Topology topology) {
+  return topology == Topology::kStandalone && (!version || *version < ServerVersion{2, 10, 0});
+}
+
 bool HandlesApiRequestsInPlace(const std::optional<ServerVersion>& version) {
   return !version || *version < ServerVersion{2, 11, 10};
 }

@@ -62,6 +62,17 @@ enum class Topology { kStandalone, kClustered };
 // stream on a standalone server; a cluster checks assignments, not folders.
 bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topology topology);
 
+// Whether the answer to a stream's deletion ($JS.API.STREAM.DELETE, and the API audit advisory
+// sent right after it, observers/api_audit.h) comes only once the stream's store folder is
+// removed: standalone servers before 2.10. jsStreamDeleteRequest answers when mset.delete()
+// returns, and (*stream).stop calls store.Delete() in line, which on 2.9 removes the folder
+// there (v2.9.10 filestore.go, os.RemoveAll). From 2.10 on the folder is renamed aside there and
+// removed in the background (v2.10.27), and /healthz names it until then. In a cluster the meta
+// leader answers once the deletion is proposed, before any peer removed anything. Unknown
+// version: as 2.9.
+bool DeletionAnswerMarksStoreRemoved(const std::optional<ServerVersion>& version,
+                                     Topology topology);
+
 // Whether the server handles a client connection's JetStream API requests one after another, in
 // that connection's read loop (server/jetstream_api.go, apiDispatch(): "If this is directly from
 // a client connection ok to do in place"): 2.9.0 to 2.11.9. From 2.11.10 on (nats-server commit

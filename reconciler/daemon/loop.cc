@@ -164,6 +164,8 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
       }
       return;
     }
+    case observers::BusEvent::kStreamDeletionAnswered:
+      return;  // the recreation wait's (RecreationWait): a deletion's advisories woke the pass
     case observers::BusEvent::kReconnected: {
       {
         MutexLock lock(mutex_);

@@ -148,7 +148,7 @@ class Loop {
   void Wake(Trigger trigger);
   // kAdvisory wakes a pass only for a lifecycle advisory about what the mesh owns
   // (AdvisoryWakes, with the last pass's scope); kReconnected wakes one; kDisconnected marks
-  // the bus down.
+  // the bus down; kStreamDeletionAnswered wakes nothing.
   void OnBusEvent(observers::BusEvent event, std::string_view subject);
   // An EventSink for the Reconciler that forwards to OnBusEvent (only pushes; never blocks).
   observers::EventSink MakeEventSink();

@@ -608,6 +608,8 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
         if (std::optional<DeletionAdvisory> deletion = DeletionNamed(subject)) {
           deletions->Note(*deletion, Clock::now());
         }
+      } else if (event == observers::BusEvent::kStreamDeletionAnswered) {
+        deletions->NoteAnswered(subject, Clock::now());
       }
       forward(event, subject);
     };
@@ -631,10 +633,20 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
   requests_before = 0;
   lane_failures_reported = 0;
   recreation.ForgetAccount();
+  recreation.SetDeletionAnswers(observers::DeletionAnswers::kNotForwarded);
   Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
   if (events) {
-    if (Status s = bus->SubscribeAdvisories(); !s.ok()) {
+    // The answers to stream deletions, where they tell a recreation when the old store is gone
+    // (the topology is not known yet: a 2.9 cluster takes them too, and does not use them).
+    const observers::DeletionAnswers answers =
+        observers::DeletionAnswerMarksStoreRemoved(bus->server_version(),
+                                                   observers::Topology::kStandalone)
+            ? observers::DeletionAnswers::kForwarded
+            : observers::DeletionAnswers::kNotForwarded;
+    if (Status s = bus->SubscribeAdvisories(answers); !s.ok()) {
       Log(LogLevel::kWarn, pass_id, "advisories not subscribed", {{"error", s.ToString()}});
+    } else {
+      recreation.SetDeletionAnswers(answers);
     }
   }
   return Status::Ok();
@@ -844,6 +856,7 @@ bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
 void Reconciler::Impl::ObservePlanApply(PassReport& report) {
   const uint64_t pass_id = report.pass_id;
   const ApplyMode mode = report.mode;
+  Clock::time_point observation_began = Clock::now();
   Result<observers::ObservedState> observed =
       Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
   if (!observed.ok()) {
@@ -866,6 +879,7 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
   NoteUnhashed(report);
   if (mode == ApplyMode::kApply &&
       recreation.WaitForRemovedStores(pass_id, *observed, report.plan, BusClientId())) {
+    observation_began = Clock::now();
     observed = Observe(pass_id, ReadinessRequirement::kRequired, &report.readiness);
     if (!observed.ok()) {
       report.status = observed.status();
@@ -874,7 +888,7 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
     report.unhealthy = UnhealthyOf(*observed);
     report.plan = Plan(desired, rendered, *observed, options);
   }
-  recreation.RememberStreams(*observed);
+  recreation.RememberStreams(*observed, observation_began);
   if (mode == ApplyMode::kApply) ReviewContests(report, report.plan);
   report.remaining = report.plan.drift;
   report.remaining_problems = report.plan.problems;
@@ -939,6 +953,7 @@ void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Acti
   holding.reset();
   NoteUpdates(report, report.plan);
   const observers::KnownConsumers known = CreatedConsumers(report.outcomes);
+  const Clock::time_point after_began = Clock::now();
   Result<observers::ObservedState> after =
       Observe(pass_id, ReadinessRequirement::kNotRequired, nullptr, &known);
   if (!after.ok()) {
@@ -946,7 +961,7 @@ void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Acti
         Status(after.status().code(), "observing after apply: " + after.status().message());
     return;
   }
-  recreation.RememberStreams(*after);
+  recreation.RememberStreams(*after, after_began);
   PlanResult again = Plan(desired, rendered, *after, options);
   contests.Annotate(&again.drift, Clock::now());
   report.remaining = std::move(again.drift);

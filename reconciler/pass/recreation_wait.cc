@@ -10,7 +10,9 @@
 
 namespace mesh::reconciler {
 
-void RecreationWait::RememberStreams(const observers::ObservedState& observed) {
+void RecreationWait::RememberStreams(const observers::ObservedState& observed,
+                                     Clock::time_point began) {
+  seen_at_ = began;
   seen_streams_.clear();
   for (const observers::ObservedStream& s : observed.jetstream.streams) {
     seen_streams_.emplace(s.config.name, 0);
@@ -81,6 +83,11 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
   }
   if (recreated.empty()) return false;
   const Clock::time_point begin = Clock::now();
+  std::string names;
+  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
+  // Said before: the wait may take seconds, and the pass is in it meanwhile.
+  Log(LogLevel::kInfo, pass_id, "waiting for deleted streams' stores to be removed",
+      {{"streams", names}});
   const observers::ObservedServer& server = observed.server;
   const auto topology = server.jetstream_cluster_size > 1 ? observers::Topology::kClustered
                                                           : observers::Topology::kStandalone;
@@ -140,9 +147,48 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
            Clock::now() - begin < kRemovalWait) {
       std::this_thread::sleep_for(kRemovalPoll);
     }
+  } else if (answers_ == observers::DeletionAnswers::kForwarded &&
+             observers::DeletionAnswerMarksStoreRemoved(
+                 observers::ParseServerVersion(server.version), topology)) {
+    // A standalone 2.9 answers a deletion once it removed the folder (with every consumer's in
+    // it), whoever asked: wait for that answer to each deletion noted since the observation
+    // that saw the stream. A deletion not asked through the API (no answer ever comes) is
+    // waited for up to kRemovalSettleMax; a stream gone without a deletion advisory (a store
+    // wiped, advisories missed) gets the plain settle.
+    how = "until the server answered the deletion (this server does not show stores on disk)";
+    std::vector<std::string> unanswered;
+    auto settled_at = [&] {
+      Clock::time_point until = begin;
+      unanswered.clear();
+      for (const std::string& n : recreated) {
+        std::optional<DeletionClock::Burst> burst = deletions_->Last(n);
+        if (burst && burst->answered && *burst->answered >= seen_at_) continue;  // removed
+        if (!burst || burst->last < seen_at_) {
+          until = std::max(until, begin + kRemovalSettle);
+          continue;
+        }
+        unanswered.push_back(n);
+        until = std::max(until, begin + kRemovalSettleMax);
+      }
+      return until;
+    };
+    for (Clock::time_point until = settled_at();
+         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
+      std::this_thread::sleep_for(kRemovalPoll);
+    }
+    if (!unanswered.empty()) {
+      std::string late;
+      for (const std::string& n : unanswered) late += (late.empty() ? "" : ",") + n;
+      Log(LogLevel::kWarn, pass_id,
+          "no answer to a stream's deletion seen (deleted other than through the API, or the "
+          "answer dropped); recreating anyway",
+          {{"streams", late},
+           {"waited_ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(kRemovalSettleMax).count()}});
+    }
   } else {
-    // 2.9, clusters, no monitor: nothing tells when the old folder is gone. The server sends
-    // the deletion advisories (each consumer's, then the stream's) before it removes the
+    // 2.9 clusters, no monitor, no answers: nothing tells when the old folder is gone. The server
+    // sends the deletion advisories (each consumer's, then the stream's) before it removes the
     // folder, and a stream created meanwhile is removed with it (acknowledged messages lost at
     // the next restart): settle, until kRemovalSettle after this wait began and after the last
     // deletion advisory naming any of these streams (more may come while we wait).
@@ -169,8 +215,6 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
       std::this_thread::sleep_for(kRemovalPoll);
     }
   }
-  std::string names;
-  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
   Log(LogLevel::kInfo, pass_id, "waited for deleted streams' stores to be removed",
       {{"streams", names},
        {"how", how},

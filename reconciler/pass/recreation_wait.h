@@ -19,6 +19,7 @@
 
 #include "model/names.h"
 #include "model/thread_safety.h"
+#include "observers/bus.h"
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "reconciler/pass/pass_settings.h"
@@ -44,15 +45,20 @@ inline constexpr auto kRemovalSettleMax = std::chrono::seconds(10);
 // many of its consumers' deletions came in that burst (advisories less than kRemovalSettle
 // apart): the settle before recreating a deleted stream counts from the last one and grows
 // with the consumers (a stream being deleted deletes each consumer first, an advisory each).
+// Also when the server last answered a deletion of it with success (kStreamDeletionAnswered),
+// where that answer tells the store is gone (DeletionAnswerMarksStoreRemoved). Answers and
+// advisories come on different cnats threads (the server sends them from different goroutines
+// too), so their order is never relied on.
 // Streams outside the last pass's scope are not kept (a foreign client's ephemerals come and go
 // all day); before any scope, at most kMaxTracked, the oldest dropped first. Thread-safe:
-// written on the cnats thread, read by the pass.
+// written on the cnats threads, read by the pass.
 class DeletionClock {
  public:
   using Clock = std::chrono::steady_clock;
   struct Burst {
-    Clock::time_point last;
-    size_t consumers = 0;  // consumer deletions in the burst
+    Clock::time_point last;  // the last deletion advisory (Clock::time_point{} before any)
+    size_t consumers = 0;    // consumer deletions in the burst
+    std::optional<Clock::time_point> answered;  // the last successful deletion answer
   };
   void SetScope(std::shared_ptr<const AdvisoryScope> scope) {
     MutexLock lock(mutex_);
@@ -65,17 +71,19 @@ class DeletionClock {
     if (!InScope(advisory.stream)) return;
     auto it = bursts_.find(advisory.stream);
     if (it == bursts_.end()) {
-      if (bursts_.size() >= kMaxTracked) {
-        bursts_.erase(std::min_element(
-            bursts_.begin(), bursts_.end(),
-            [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
-      }
-      it = bursts_.emplace(std::string(advisory.stream), Burst{at, 0}).first;
+      it = Track(advisory.stream, at);
     } else if (at - it->second.last > kRemovalSettle) {
       it->second.consumers = 0;  // a new burst
     }
     it->second.last = at;
     if (advisory.consumer) ++it->second.consumers;
+  }
+  void NoteAnswered(std::string_view stream, Clock::time_point at) {
+    MutexLock lock(mutex_);
+    if (!InScope(stream)) return;
+    auto it = bursts_.find(stream);
+    if (it == bursts_.end()) it = Track(stream, Clock::time_point{});
+    it->second.answered = at;
   }
   std::optional<Burst> Last(std::string_view stream) const {
     MutexLock lock(mutex_);
@@ -86,12 +94,21 @@ class DeletionClock {
 
  private:
   static constexpr size_t kMaxTracked = 1024;
+  using Bursts = std::map<std::string, Burst, std::less<>>;
+  Bursts::iterator Track(std::string_view stream, Clock::time_point last) REQUIRES(mutex_) {
+    if (bursts_.size() >= kMaxTracked) {
+      bursts_.erase(std::min_element(
+          bursts_.begin(), bursts_.end(),
+          [](const auto& a, const auto& b) { return a.second.last < b.second.last; }));
+    }
+    return bursts_.emplace(std::string(stream), Burst{last, 0, std::nullopt}).first;
+  }
   bool InScope(std::string_view stream) const REQUIRES(mutex_) {
     return scope_ == nullptr || scope_->streams.count(stream) != 0;
   }
   mutable Mutex mutex_;
   std::shared_ptr<const AdvisoryScope> scope_ GUARDED_BY(mutex_);  // null before a pass
-  std::map<std::string, Burst, std::less<>> bursts_ GUARDED_BY(mutex_);
+  Bursts bursts_ GUARDED_BY(mutex_);
 };
 
 // The pass's side of a recreation: what the last observation saw, and the wait itself.
@@ -105,8 +122,12 @@ class RecreationWait {
   const std::shared_ptr<DeletionClock>& deletions() const { return deletions_; }
   // A new bus connection: its account is looked up again when a recreation needs it.
   void ForgetAccount() { bus_account_.reset(); }
-  // The streams of an observation, and how many consumers each had (RememberStreams).
-  void RememberStreams(const observers::ObservedState& observed);
+  // Whether this connection forwards the answers to stream deletions (SubscribeAdvisories).
+  void SetDeletionAnswers(observers::DeletionAnswers answers) { answers_ = answers; }
+  // The streams of an observation begun at `began`, and how many consumers each had: a
+  // deletion counts for a recreation when noted after `began` (a stream listed then was not
+  // being deleted yet: the server drops a stream from its lists first).
+  void RememberStreams(const observers::ObservedState& observed, Clock::time_point began);
   // Before recreating a stream that the previous observation saw (deleted since), waits until
   // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
   // the caller observes and plans again. `bus_client_id`: the connection's id on the server
@@ -129,6 +150,8 @@ class RecreationWait {
   std::optional<std::string> bus_account_;
   bool store_dir_parent_logged_ = false;       // StoreFolderToWatch's warning, once
   std::map<StreamName, size_t> seen_streams_;  // in the last observation: their consumers
+  Clock::time_point seen_at_;                  // when that observation began
+  observers::DeletionAnswers answers_ = observers::DeletionAnswers::kNotForwarded;
 };
 
 }  // namespace mesh::reconciler

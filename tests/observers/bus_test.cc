@@ -102,6 +102,12 @@ class EventLog {
       return e.first == event && e.second.rfind(subject_prefix, 0) == 0;
     });
   }
+  size_t Count(BusEvent event, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<size_t>(std::count_if(events_.begin(), events_.end(), [&](const auto& e) {
+      return e.first == event && e.second == text;
+    }));
+  }
 
  private:
   std::mutex mutex_;
@@ -238,6 +244,39 @@ TEST_CASE("Advisories for streams reach the EventSink", "[observers][integration
   CHECK(reply.payload.find("\"error\"") == std::string::npos);
   CHECK(WaitFor(
       [&] { return log.Has(BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.CREATED.ADV"); }));
+}
+
+// The recreation wait's signal on 2.9 (DeletionAnswerMarksStoreRemoved): the server's answer
+// to a stream's deletion, whoever asked, read from the API audit advisories.
+TEST_CASE("Successful stream deletions reach the EventSink when asked for, failed ones never",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  EventLog forwarded;
+  auto bus = BusConnection::Connect(BusSettingsFor(*server), forwarded.Sink());
+  REQUIRE(bus.ok());
+  REQUIRE((*bus)->SubscribeAdvisories(DeletionAnswers::kForwarded).ok());
+  EventLog plain;
+  auto other = BusConnection::Connect(BusSettingsFor(*server), plain.Sink());
+  REQUIRE(other.ok());
+  REQUIRE((*other)->SubscribeAdvisories().ok());
+  for (const char* name : {"ADV", "ADV2"}) {
+    ApiReply created = (*bus)->Request(
+        {std::string("$JS.API.STREAM.CREATE.") + name,
+         std::string(R"({"name":")") + name + R"(","subjects":[")" + name + R"(.>"]})"});
+    REQUIRE(created.status.ok());
+    REQUIRE(created.payload.find("\"error\"") == std::string::npos);
+  }
+  // Deleted, then deleted again (an error answer: the stream is gone), then the second stream
+  // deleted: its answer comes after the error's on the one audit subscription.
+  for (const char* name : {"ADV", "ADV", "ADV2"}) {
+    REQUIRE((*other)->Request({std::string("$JS.API.STREAM.DELETE.") + name, ""}).status.ok());
+  }
+  REQUIRE(WaitFor([&] { return forwarded.Count(BusEvent::kStreamDeletionAnswered, "ADV2") == 1; }));
+  CHECK(forwarded.Count(BusEvent::kStreamDeletionAnswered, "ADV") == 1);
+  // The other connection did not ask: no answers, its advisories as before.
+  REQUIRE(WaitFor(
+      [&] { return plain.Has(BusEvent::kAdvisory, "$JS.EVENT.ADVISORY.STREAM.DELETED.ADV2"); }));
+  CHECK_FALSE(plain.Has(BusEvent::kStreamDeletionAnswered));
 }
 
 TEST_CASE("The connection reports a restart and keeps working after it",

@@ -61,6 +61,22 @@ TEST_CASE("a connection's API requests are handled in place up to 2.11.9, by a p
   CHECK(HandlesApiRequestsInPlace(std::nullopt));  // unknown: lanes work on every version
 }
 
+TEST_CASE("stores on disk in /healthz from 2.10, before it a deletion's answer marks the removal",
+          "[observers]") {
+  for (Topology topology : {Topology::kStandalone, Topology::kClustered}) {
+    const bool standalone = topology == Topology::kStandalone;
+    CHECK_FALSE(HealthzShowsStoresOnDisk(ServerVersion{2, 9, 10}, topology));
+    CHECK(HealthzShowsStoresOnDisk(ServerVersion{2, 10, 0}, topology) == standalone);
+    CHECK(HealthzShowsStoresOnDisk(ServerVersion{2, 15, 1}, topology) == standalone);
+    CHECK_FALSE(HealthzShowsStoresOnDisk(std::nullopt, topology));
+    // A cluster's meta leader answers once the deletion is proposed: never a mark.
+    CHECK(DeletionAnswerMarksStoreRemoved(ServerVersion{2, 9, 10}, topology) == standalone);
+    CHECK(DeletionAnswerMarksStoreRemoved(std::nullopt, topology) == standalone);
+    CHECK_FALSE(DeletionAnswerMarksStoreRemoved(ServerVersion{2, 10, 0}, topology));
+    CHECK_FALSE(DeletionAnswerMarksStoreRemoved(ServerVersion{2, 15, 1}, topology));
+  }
+}
+
 TEST_CASE("ProbeServerVersion reads the running server's version, without credentials",
           "[observers][integration][server]") {
   testing::NatsServerOptions options;

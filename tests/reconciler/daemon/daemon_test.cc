@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>
@@ -390,7 +391,7 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
   INFO(log);
   CHECK(all_there);
   // How the daemon knew the old stores were gone: 2.10 on name them in /healthz; 2.9 shows
-  // nothing, so the folders on disk, or the settle.
+  // nothing, so the folders on disk, or the server's answer to the deletion.
   const bool healthz_shows = observers::HealthzShowsStoresOnDisk(
       observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
       observers::Topology::kStandalone);
@@ -405,17 +406,83 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
     CHECK(log.find("how=\"until the old folders") == std::string::npos);
     CHECK(log.find("how=\"a settle") == std::string::npos);
   } else {
-    // 2.9 names no store: the only protection is the wait in the creating pass.
+    // 2.9 names no store: the only protection is the wait in the creating pass. Without the
+    // folders, a settle after the last advisory lost DECL in CI (a loaded machine): the
+    // server's answer to the deletion comes once the folder is gone.
     const std::string how = store_mounted
                                 ? "how=\"until the old folders are gone from --store-dir\""
-                                : "how=\"a settle after the last deletion advisory";
+                                : "how=\"until the server answered the deletion";
     CHECK(log.find(how) != std::string::npos);
+    CHECK(log.find("how=\"a settle") == std::string::npos);
   }
   CHECK(log.find("settling instead") == std::string::npos);
   if (mount == Mount::kPrintedFolder && !healthz_shows) {  // 2.10 on: the folder is not used
     CHECK(log.find("--store-dir is the folder nats-server prints as its Store Directory; using "
                    "its parent") != std::string::npos);
   }
+}
+
+// The CI failure of the test above (2.9, no --store-dir, a loaded machine): the settle after
+// the last deletion advisory is a guess at how long the server takes to remove the folder, and
+// a slow moment of the server outlasts any guess. Here the server is frozen half way through
+// deleting DECL's durables, for longer than the settle the daemon would take for them (a second
+// and a fifth): what the daemon waits for must be what the server says, not a clock. (On 2.10
+// and later the daemon leaves DECL while /healthz names its old store.)
+TEST_CASE("A server frozen while it deletes a stream loses nothing of the stream recreated after",
+          "[daemon][integration][server]") {
+  DaemonFixture f(ExampleRecordsJson());
+  f.WaitConverged();
+  constexpr int kDurables = 1000;
+  CreateClientDurables(f, kDurables);
+  std::atomic<int> durables_deleted{0};
+  auto watcher = observers::BusConnection::Connect(
+      f.mesh_.PassSettings().bus, [&](observers::BusEvent event, const std::string& subject) {
+        if (event == observers::BusEvent::kAdvisory &&
+            subject.rfind("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.client-", 0) == 0) {
+          ++durables_deleted;
+        }
+      });
+  REQUIRE(watcher.ok());
+  REQUIRE((*watcher)->SubscribeAdvisories().ok());
+  // The deletion is asked on a connection of its own, with a timeout the freeze cannot reach
+  // (its answer comes only once the deletion is over).
+  observers::BusSettings deleter_bus = f.mesh_.PassSettings().bus;
+  deleter_bus.request_timeout = seconds(60);
+  auto deleter = observers::BusConnection::Connect(deleter_bus);
+  REQUIRE(deleter.ok());
+  std::future<observers::ApiReply> deleted = std::async(std::launch::async, [&] {
+    return (*deleter)->Request({"$JS.API.STREAM.DELETE.DECL", ""});
+  });
+  const bool half_way = WaitFor([&] { return durables_deleted >= kDurables / 2; });
+  int deleted_at_freeze = 0;
+  if (half_way) {
+    struct Thaw {  // whatever happens below, the server must not stay frozen
+      mesh::testing::NatsServer& server;
+      ~Thaw() { server.Thaw(); }
+    } thaw{*f.mesh_.server};
+    f.mesh_.server->Freeze();
+    deleted_at_freeze = durables_deleted;
+    // The fault's length, not a wait for anything: past the settle, and short of the daemon's
+    // connection going stale (cnats' PINGs, a third of its 5 s request timeout apart).
+    std::this_thread::sleep_for(milliseconds(2500));
+  }
+  observers::ApiReply reply = deleted.get();
+  INFO(reply.status.ToString() << " " << reply.payload);
+  REQUIRE(reply.status.ok());
+  REQUIRE(reply.payload.find("\"success\":true") != std::string::npos);
+  INFO(f.daemon_->log());
+  REQUIRE(half_way);
+  CHECK(deleted_at_freeze < kDurables);  // the freeze came before the last of them
+  REQUIRE(WaitFor([&] { return f.StreamExists("DECL"); }, kRepairDeadline));
+  f.WaitConverged();
+  std::string info;
+  const bool all_there = AcknowledgedSurviveRestart(f, info);
+  INFO(info);
+  INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
+  const std::string log = f.daemon_->log();
+  INFO(log);
+  CHECK(all_there);
+  CHECK(log.find("how=\"a settle") == std::string::npos);
 }
 
 TEST_CASE("After the server is killed and its store wiped, the daemon reconnects and restores",
