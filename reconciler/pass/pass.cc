@@ -21,6 +21,7 @@
 #include "observers/monitor.h"
 #include "observers/users_file.h"
 #include "reconciler/base/log.h"
+#include "reconciler/pass/bus_connect.h"
 #include "reconciler/pass/hash_job.h"
 #include "reconciler/pass/lease_rounds.h"
 #include "reconciler/pass/lease_store.h"
@@ -119,7 +120,15 @@ struct Reconciler::Impl {
   bool CollectHashJob(PassReport& report);
   void StopHashJob();
   HashingStop StopHashJobWithin(std::chrono::milliseconds wait);
+  // Connects when there is no live connection (NeedsConnection), on this thread.
   Status Connect(uint64_t pass_id);
+  // False when the connection is live; drops a lost one that cnats is not reconnecting.
+  bool NeedsConnection(uint64_t pass_id);
+  // Copies of what OpenConnection needs, with the sink that notes deletions for `recreation`.
+  ConnectInputs ConnectInputsNow() const;
+  // Takes what OpenConnection opened: the connection, the password it logged in with, and
+  // whether it forwards deletion answers; its error otherwise.
+  Status Adopt(OpenedConnection opened);
   // The server's id for `bus`'s connection; nullopt when there is none.
   std::optional<uint64_t> BusClientId() const { return bus ? bus->client_id() : std::nullopt; }
   // `readiness` is set to kNotReady when the readiness check stopped the observation.
@@ -591,7 +600,7 @@ HashingStop Reconciler::Impl::StopHashJobWithin(std::chrono::milliseconds wait) 
   return mesh::reconciler::StopHashJobWithin(job, hashing_pause, wait);
 }
 
-Status Reconciler::Impl::Connect(uint64_t pass_id) {
+bool Reconciler::Impl::NeedsConnection(uint64_t pass_id) {
   if (bus && !bus->connected()) {
     Log(LogLevel::kInfo, pass_id, "bus connection lost; connecting again");
     // A connection cnats is still reconnecting is kept until a new one succeeds: its
@@ -599,11 +608,14 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
     // that fails would leave the repair to wait for the retry backoff.
     if (!bus->reconnecting()) bus.reset();
   }
-  if (bus && bus->connected()) return Status::Ok();
-  observers::EventSink sink;
+  return !(bus && bus->connected());
+}
+
+ConnectInputs Reconciler::Impl::ConnectInputsNow() const {
+  ConnectInputs inputs{settings.bus, own_password, nullptr};
   if (events) {
-    sink = [forward = events, deletions = recreation.deletions()](observers::BusEvent event,
-                                                                  const std::string& subject) {
+    inputs.events = [forward = events, deletions = recreation.deletions()](
+                        observers::BusEvent event, const std::string& subject) {
       if (event == observers::BusEvent::kAdvisory) {
         if (std::optional<DeletionAdvisory> deletion = DeletionNamed(subject)) {
           deletions->Note(*deletion, Clock::now());
@@ -614,42 +626,24 @@ Status Reconciler::Impl::Connect(uint64_t pass_id) {
       forward(event, subject);
     };
   }
-  auto connected = observers::BusConnection::Connect(settings.bus, sink);
-  if (!connected.ok() && connected.status().code() == Errc::kRefused &&
-      settings.bus.password != own_password) {
-    // A rotation whose users file the server loaded without this instance seeing it confirmed
-    // (the server was down at the write, or restarted since): it now refuses the old password.
-    observers::BusSettings rotated = settings.bus;
-    rotated.password = own_password;
-    auto again = observers::BusConnection::Connect(rotated, sink);
-    if (again.ok()) {
-      settings.bus.password = own_password;  // previous_key goes in Finish, not on this thread
-      Log(LogLevel::kInfo, pass_id, "the server has the rotated password: connecting with it");
-      connected = std::move(again);
-    }
-  }
-  if (!connected.ok()) return connected.status();
-  bus = std::move(*connected);
+  return inputs;
+}
+
+Status Reconciler::Impl::Adopt(OpenedConnection opened) {
+  if (!opened.status.ok()) return opened.status;
+  // previous_key goes in Finish, not here
+  if (opened.rotated_to) settings.bus.password = std::move(*opened.rotated_to);
+  bus = std::move(opened.bus);
   requests_before = 0;
   lane_failures_reported = 0;
   recreation.ForgetAccount();
-  recreation.SetDeletionAnswers(observers::DeletionAnswers::kNotForwarded);
-  Log(LogLevel::kInfo, pass_id, "connected to the bus", {{"url", bus->connected_url()}});
-  if (events) {
-    // The answers to stream deletions, where they tell a recreation when the old store is gone
-    // (the topology is not known yet: a 2.9 cluster takes them too, and does not use them).
-    const observers::DeletionAnswers answers =
-        observers::DeletionAnswerMarksStoreRemoved(bus->server_version(),
-                                                   observers::Topology::kStandalone)
-            ? observers::DeletionAnswers::kForwarded
-            : observers::DeletionAnswers::kNotForwarded;
-    if (Status s = bus->SubscribeAdvisories(answers); !s.ok()) {
-      Log(LogLevel::kWarn, pass_id, "advisories not subscribed", {{"error", s.ToString()}});
-    } else {
-      recreation.SetDeletionAnswers(answers);
-    }
-  }
+  recreation.SetDeletionAnswers(opened.answers);
   return Status::Ok();
+}
+
+Status Reconciler::Impl::Connect(uint64_t pass_id) {
+  if (!NeedsConnection(pass_id)) return Status::Ok();
+  return Adopt(OpenConnection(pass_id, ConnectInputsNow()));
 }
 
 // With a live connection, the users file and the monitoring endpoint are read on a second
@@ -839,17 +833,16 @@ bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
   // A new connection costs the server one bcrypt of our password (at the users file's cost),
   // and rendering costs us one more (the hasher's key) plus the file's proof: one after the
   // other, every process paid both before its first request. So the connection is opened while
-  // the records are derived and rendered (Connect touches only the bus and, after a rotation,
-  // settings.bus.password; they touch neither), and Observe takes this attempt rather than
-  // making one of its own.
-  std::future<Status> connecting;
+  // the records are derived and rendered, on copies (OpenConnection), and adopted after; Observe
+  // takes this attempt rather than making one of its own.
+  std::future<OpenedConnection> opening;
   connect_attempt.reset();
-  if (!bus || !bus->connected()) {
-    const uint64_t pass_id = report.pass_id;
-    connecting = std::async(std::launch::async, [this, pass_id] { return Connect(pass_id); });
+  if (NeedsConnection(report.pass_id)) {
+    // OpenConnection takes its inputs by value and cannot reach this object (bus_connect.h).
+    opening = std::async(std::launch::async, OpenConnection, report.pass_id, ConnectInputsNow());
   }
   const bool derived = DeriveAndRender(report);
-  if (connecting.valid()) connect_attempt = connecting.get();  // Observe's to report
+  if (opening.valid()) connect_attempt = Adopt(opening.get());  // Observe's to report
   return derived;
 }
 
