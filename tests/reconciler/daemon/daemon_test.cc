@@ -66,6 +66,14 @@ std::string RecordsWithExtraRole() {
                  "\"emits\": [], \"holders\": [] },");
 }
 
+// Deletes a stream through the JetStream API, which must answer success.
+void DeleteStreamOn(observers::BusConnection& bus, const std::string& name) {
+  observers::ApiReply reply = bus.Request({"$JS.API.STREAM.DELETE." + name, ""});
+  INFO(reply.status.ToString() << " " << reply.payload);
+  REQUIRE(reply.status.ok());
+  REQUIRE(reply.payload.find("\"success\":true") != std::string::npos);
+}
+
 enum class Launch { kNow, kLater };
 
 // A live mesh, the daemon running against it, and an admin connection to the bus (as the
@@ -122,12 +130,7 @@ class DaemonFixture {
     observers::ApiReply reply = Bus().Request({"$JS.API.STREAM.INFO." + name, ""});
     return reply.status.ok() && reply.payload.find("\"error\"") == std::string::npos;
   }
-  void DeleteStream(const std::string& name) {
-    observers::ApiReply reply = Bus().Request({"$JS.API.STREAM.DELETE." + name, ""});
-    INFO(reply.status.ToString() << " " << reply.payload);
-    REQUIRE(reply.status.ok());
-    REQUIRE(reply.payload.find("\"success\":true") != std::string::npos);
-  }
+  void DeleteStream(const std::string& name) { DeleteStreamOn(Bus(), name); }
 
   // POST /reconcile with the admin token: the report of a pass that started after the call.
   Result<PassReport> Reconcile() { return daemon_->Reconcile(kAdminToken); }
@@ -318,11 +321,27 @@ void CreateClientDurables(DaemonFixture& f, int count) {
   }
 }
 
+// A connection for deleting DECL while it holds those durables. The server deletes a stream in
+// the read loop of the connection that asked (2.9 to 2.11.9: HandlesApiRequestsInPlace), one
+// consumer after another, answering nothing on that connection meanwhile, not even a PING: a
+// client calling its connection lost within 5 s (cnats' PINGs at a third of the request
+// timeout, BusConnection) lost it in the middle of deleting 3,000 durables on a loaded
+// machine. A deletion takes what the server needs; this client waits for its answer.
+std::unique_ptr<observers::BusConnection> DeletingConnection(DaemonFixture& f) {
+  observers::BusSettings settings = f.mesh_.PassSettings().bus;
+  settings.request_timeout = seconds(60);
+  auto connected = observers::BusConnection::Connect(settings);
+  INFO(connected.status().ToString());
+  REQUIRE(connected.ok());
+  return std::move(*connected);
+}
+
 // After DECL was recreated: the controller publishes declarations (conventions:
 // mesh.decl.<node>; the server's acknowledgement names the stream that stored each), the daemon
 // stops (it must not get a chance to recreate a lost stream and hide the loss) and the server
-// restarts. Whether DECL then holds every acknowledged message; `info` says what it holds.
-bool AcknowledgedSurviveRestart(DaemonFixture& f, std::string& info) {
+// restarts. Checks that DECL then holds every acknowledged message (what it holds, the server's
+// and the daemon's logs beside a failure) and returns the daemon's log.
+std::string CheckAcknowledgedSurviveRestart(DaemonFixture& f) {
   constexpr int kMessages = 20;
   observers::BusSettings controller_bus = f.mesh_.PassSettings().bus;
   controller_bus.user = "mesh-controller";
@@ -340,7 +359,8 @@ bool AcknowledgedSurviveRestart(DaemonFixture& f, std::string& info) {
   f.Stop();
   f.bus_.reset();
   f.mesh_.server->Restart();
-  return WaitFor(
+  std::string info;
+  const bool all_there = WaitFor(
       [&] {
         observers::ApiReply reply = f.Bus().Request({"$JS.API.STREAM.INFO.DECL", ""});
         info = reply.status.ToString() + " " + reply.payload;
@@ -348,6 +368,12 @@ bool AcknowledgedSurviveRestart(DaemonFixture& f, std::string& info) {
                                                        ",") != std::string::npos;
       },
       seconds(10));
+  INFO(info);
+  INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
+  std::string log = f.daemon_->log();
+  INFO(log);
+  CHECK(all_there);
+  return log;
 }
 
 // Issue 11: on 2.9 the server drops a deleted stream from its lists, then deletes its consumers,
@@ -375,7 +401,8 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
   // from the first advisory ended while they were still being deleted (2 runs of 2 lost DECL).
   CreateClientDurables(f, 3000);
   const std::vector<std::string> burst = {"DECL", "EVENTS", "SEAT_ledger"};
-  for (const auto& stream : burst) f.DeleteStream(stream);
+  auto deleter = DeletingConnection(f);
+  for (const auto& stream : burst) DeleteStreamOn(*deleter, stream);
   REQUIRE(WaitFor(
       [&] {
         return std::all_of(burst.begin(), burst.end(),
@@ -383,13 +410,8 @@ TEST_CASE("Streams deleted in a burst are recreated without losing what is ackno
       },
       kRepairDeadline));
   f.WaitConverged();
-  std::string info;
-  const bool all_there = AcknowledgedSurviveRestart(f, info);
-  INFO(info);
-  INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
-  const std::string log = f.daemon_->log();
+  const std::string log = CheckAcknowledgedSurviveRestart(f);
   INFO(log);
-  CHECK(all_there);
   // How the daemon knew the old stores were gone: 2.10 on name them in /healthz; 2.9 shows
   // nothing, so the folders on disk, or the server's answer to the deletion.
   const bool healthz_shows = observers::HealthzShowsStoresOnDisk(
@@ -444,14 +466,11 @@ TEST_CASE("A server frozen while it deletes a stream loses nothing of the stream
       });
   REQUIRE(watcher.ok());
   REQUIRE((*watcher)->SubscribeAdvisories().ok());
-  // The deletion is asked on a connection of its own, with a timeout the freeze cannot reach
-  // (its answer comes only once the deletion is over).
-  observers::BusSettings deleter_bus = f.mesh_.PassSettings().bus;
-  deleter_bus.request_timeout = seconds(60);
-  auto deleter = observers::BusConnection::Connect(deleter_bus);
-  REQUIRE(deleter.ok());
+  // The deletion is asked on a connection of its own, which waits out the freeze too (its
+  // answer comes only once the deletion is over).
+  auto deleter = DeletingConnection(f);
   std::future<observers::ApiReply> deleted = std::async(std::launch::async, [&] {
-    return (*deleter)->Request({"$JS.API.STREAM.DELETE.DECL", ""});
+    return deleter->Request({"$JS.API.STREAM.DELETE.DECL", ""});
   });
   const bool half_way = WaitFor([&] { return durables_deleted >= kDurables / 2; });
   int deleted_at_freeze = 0;
@@ -475,13 +494,8 @@ TEST_CASE("A server frozen while it deletes a stream loses nothing of the stream
   CHECK(deleted_at_freeze < kDurables);  // the freeze came before the last of them
   REQUIRE(WaitFor([&] { return f.StreamExists("DECL"); }, kRepairDeadline));
   f.WaitConverged();
-  std::string info;
-  const bool all_there = AcknowledgedSurviveRestart(f, info);
-  INFO(info);
-  INFO(mesh::testing::ReadFile(f.mesh_.server->log_file()));
-  const std::string log = f.daemon_->log();
+  const std::string log = CheckAcknowledgedSurviveRestart(f);
   INFO(log);
-  CHECK(all_there);
   CHECK(log.find("how=\"a settle") == std::string::npos);
 }
 
