@@ -9,6 +9,27 @@
 #include "reconciler/base/log.h"
 
 namespace mesh::reconciler {
+namespace {
+
+using Clock = RecreationWait::Clock;
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+// Sleeps until `settled_at()` has passed, asking it again at each poll (an advisory or an
+// answer may move it meanwhile), and at most kRemovalSettleMax after `begin`.
+template <typename SettledAt>
+void PollUntilSettled(Clock::time_point begin, SettledAt settled_at) {
+  for (Clock::time_point until = settled_at();
+       Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
+    std::this_thread::sleep_for(kRemovalPoll);
+  }
+}
+
+}  // namespace
 
 void RecreationWait::RememberStreams(const observers::ObservedState& observed,
                                      Clock::time_point began) {
@@ -83,8 +104,7 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
   }
   if (recreated.empty()) return false;
   const Clock::time_point begin = Clock::now();
-  std::string names;
-  for (const std::string& n : recreated) names += (names.empty() ? "" : ",") + n;
+  const std::string names = Joined(recreated);
   // Said before: the wait may take seconds, and the pass is in it meanwhile.
   Log(LogLevel::kInfo, pass_id, "waiting for deleted streams' stores to be removed",
       {{"streams", names}});
@@ -172,17 +192,12 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
       }
       return until;
     };
-    for (Clock::time_point until = settled_at();
-         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
-      std::this_thread::sleep_for(kRemovalPoll);
-    }
+    PollUntilSettled(begin, settled_at);
     if (!unanswered.empty()) {
-      std::string late;
-      for (const std::string& n : unanswered) late += (late.empty() ? "" : ",") + n;
       Log(LogLevel::kWarn, pass_id,
           "no answer to a stream's deletion seen (deleted other than through the API, or the "
           "answer dropped); recreating anyway",
-          {{"streams", late},
+          {{"streams", Joined(unanswered)},
            {"waited_ms",
             std::chrono::duration_cast<std::chrono::milliseconds>(kRemovalSettleMax).count()}});
     }
@@ -210,10 +225,7 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
       }
       return until;
     };
-    for (Clock::time_point until = settled_at();
-         Clock::now() < until && Clock::now() - begin < kRemovalSettleMax; until = settled_at()) {
-      std::this_thread::sleep_for(kRemovalPoll);
-    }
+    PollUntilSettled(begin, settled_at);
   }
   Log(LogLevel::kInfo, pass_id, "waited for deleted streams' stores to be removed",
       {{"streams", names},
