@@ -18,8 +18,6 @@
 #include "model/thread_safety.h"
 #include "model/users_file.h"
 #include "observers/jetstream.h"
-#include "observers/monitor.h"
-#include "observers/users_file.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/bus_connect.h"
 #include "reconciler/pass/hash_job.h"
@@ -34,12 +32,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The users file first, then the server: a load time read after the file cannot miss a reload.
-observers::ObservedState ObserveFileAndServer(const PassSettings& settings) {
+observers::ObservedState ObserveFileAndServer(observers::Observer& observer,
+                                              const PassSettings& settings) {
   observers::ObservedState observed;
-  if (!settings.users_file.empty()) {
-    observed.users_file = observers::ObserveUsersFile(settings.users_file);
-  }
-  observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
+  if (!settings.users_file.empty()) observed.users_file = observer.UsersFile(settings.users_file);
+  observed.server = observer.Server(settings.monitor_url, settings.bus.request_timeout);
   return observed;
 }
 
@@ -77,9 +74,10 @@ std::shared_ptr<const AdvisoryScope> ScopeOf(const model::DesiredState& desired,
 }  // namespace
 
 struct Reconciler::Impl {
-  Impl(PassSettings s, observers::EventSink e, std::optional<BackgroundHashing> b)
+  Impl(PassSettings s, observers::EventSink e, std::optional<BackgroundHashing> b, PassIo i)
       : settings(std::move(s)),
         events(std::move(e)),
+        io(std::move(i)),
         own_password(settings.bus.password),
         background(std::move(b)) {}
   ~Impl() { StopHashJob(); }
@@ -169,6 +167,7 @@ struct Reconciler::Impl {
 
   PassSettings settings;
   observers::EventSink events;
+  const PassIo io;
   // The reconciler's own password as the users file renders it (its entry, the hasher's key).
   // settings.bus.password is what connections log in with: after a rotation it stays the old
   // one until the server has loaded a users file that holds the new one.
@@ -402,7 +401,7 @@ bool Reconciler::Impl::Render(PassReport& report) {
   // The users file as it is now: every hash its digest proves is reused, not computed again;
   // one of another cost than --bcrypt-cost only without --rehash (proven with the key at its
   // cost: one bcrypt for all of them).
-  const std::string existing = observers::ObserveUsersFile(settings.users_file).bytes;
+  const std::string existing = io.observer->UsersFile(settings.users_file).bytes;
   model::HashedCredentials reusable =
       model::ProvenBy(*hasher, desired, existing, model::OtherCostHashes::kKeep);
   other_cost_kept = 0;
@@ -643,7 +642,7 @@ Status Reconciler::Impl::Adopt(OpenedConnection opened) {
 
 Status Reconciler::Impl::Connect(uint64_t pass_id) {
   if (!NeedsConnection(pass_id)) return Status::Ok();
-  return Adopt(OpenConnection(pass_id, ConnectInputsNow()));
+  return Adopt(io.open(pass_id, ConnectInputsNow()));
 }
 
 // With a live connection, the users file and the monitoring endpoint are read on a second
@@ -671,9 +670,10 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
     return Status::Ok();
   };
   if (overlap) {
-    side = std::async(std::launch::async, ObserveFileAndServer, std::cref(settings));
+    side = std::async(std::launch::async, ObserveFileAndServer, std::ref(*io.observer),
+                      std::cref(settings));
   } else {
-    observed = ObserveFileAndServer(settings);
+    observed = ObserveFileAndServer(*io.observer, settings);
     if (Status ready = check_ready(); !ready.ok()) return ready;
   }
   // A connection this pass already tried (Run) is not tried again: a refused password would
@@ -684,7 +684,7 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
   scope.known_consumers = known;
   scope.desired = &desired;  // what is as desired keeps no raw config
   Result<observers::ObservedJetStream> jetstream =
-      connected.ok() ? observers::ObserveJetStream(*bus, scope)
+      connected.ok() ? io.observer->Account(bus.get(), scope)
                      : Result<observers::ObservedJetStream>(connected);
   if (overlap) {
     observed = side.get();
@@ -838,8 +838,9 @@ bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
   std::future<OpenedConnection> opening;
   connect_attempt.reset();
   if (NeedsConnection(report.pass_id)) {
-    // OpenConnection takes its inputs by value and cannot reach this object (bus_connect.h).
-    opening = std::async(std::launch::async, OpenConnection, report.pass_id, ConnectInputsNow());
+    // io.open (OpenConnection) takes its inputs by value and cannot reach this object
+    // (bus_connect.h).
+    opening = std::async(std::launch::async, io.open, report.pass_id, ConnectInputsNow());
   }
   const bool derived = DeriveAndRender(report);
   if (opening.valid()) connect_attempt = Adopt(opening.get());  // Observe's to report
@@ -984,7 +985,7 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
   const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
   auto plan_file = [&] {
     observers::ObservedState observed;
-    observed.users_file = observers::ObserveUsersFile(settings.users_file);
+    observed.users_file = io.observer->UsersFile(settings.users_file);
     return UsersFilePart(Plan(desired, rendered, observed, options));
   };
   report.plan = plan_file();
@@ -1003,12 +1004,11 @@ void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
 Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<StreamName>& named) {
   // The server only: the users file is not part of the named streams' plan.
   observers::ObservedState observed;
-  observed.server = observers::ObserveServer(settings.monitor_url, settings.bus.request_timeout);
+  observed.server = io.observer->Server(settings.monitor_url, settings.bus.request_timeout);
   if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
-  if (!bus || !bus->connected()) return Status(Errc::kUnavailable, "not connected");
   observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
   scope.desired = &desired;
-  Result<observers::ObservedJetStream> jetstream = observers::ObserveStreams(*bus, named, scope);
+  Result<observers::ObservedJetStream> jetstream = io.observer->Streams(bus.get(), named, scope);
   if (!jetstream.ok()) return jetstream.status();
   observed.jetstream = std::move(*jetstream);
   return observed;
@@ -1164,9 +1164,9 @@ model::ReconcilerIdentity OwnIdentity(const PassSettings& settings) {
 }
 
 Reconciler::Reconciler(PassSettings settings, observers::EventSink events,
-                       std::optional<BackgroundHashing> background)
-    : impl_(std::make_unique<Impl>(std::move(settings), std::move(events), std::move(background))) {
-}
+                       std::optional<BackgroundHashing> background, PassIo io)
+    : impl_(std::make_unique<Impl>(std::move(settings), std::move(events), std::move(background),
+                                   std::move(io))) {}
 
 Reconciler::~Reconciler() = default;
 

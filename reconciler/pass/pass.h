@@ -23,6 +23,7 @@
 #include "model/result.h"
 #include "observers/bus.h"
 #include "reconciler/apply/apply.h"
+#include "reconciler/pass/pass_io.h"
 #include "reconciler/pass/pass_settings.h"
 #include "reconciler/pass/report.h"
 #include "reconciler/plan/advisory_filter.h"
@@ -50,8 +51,10 @@ struct BackgroundHashing {
 
 class Reconciler {
  public:
+  // `io`: what the pass reads and opens; the live observer and OpenConnection unless a test
+  // gives its own (pass_io.h).
   Reconciler(PassSettings settings, observers::EventSink events = nullptr,
-             std::optional<BackgroundHashing> background = std::nullopt);
+             std::optional<BackgroundHashing> background = std::nullopt, PassIo io = {});
   ~Reconciler();
 
   // `named`: streams advisories named since the last pass (deleted, changed, or a consumer of
