@@ -25,6 +25,7 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
 #include "reconciler/pass/records_source.h"
+#include "tests/support/memory_observer.h"
 #include "tests/support/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
 
@@ -349,15 +350,16 @@ TEST_CASE("LoadRecordsIfChanged parses only bytes other than those it is told it
 }
 
 TEST_CASE("Records truncated mid-file: invalid, and the pass keeps the last valid records",
-          "[faults][integration][server]") {
+          "[faults][memory]") {
   const std::string json = test::ExampleRecordsJson();
-  LiveMesh mesh(json);
-  Reconciler reconciler(mesh.PassSettings());
+  test::MemoryMesh mesh;
+  mesh.observer->SetAccountAsDesired(mesh.desired);
+  Reconciler reconciler = mesh.Make();
   REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
 
   for (size_t cut : {json.size() / 3, json.size() / 2, json.size() - 2, size_t{0}}) {
     INFO("cut at " << cut << " of " << json.size());
-    mesh.SetRecords(json.substr(0, cut));
+    WriteFile(mesh.settings.records_path, json.substr(0, cut));
     PassReport report = reconciler.RunPass(2, Trigger::kRecordsChanged, ApplyMode::kApply);
     INFO(Summary(report));
     CHECK_FALSE(report.records_valid);

@@ -793,46 +793,6 @@ TEST_CASE("observing only changes nothing on a drifted bus", "[pass][integration
   CHECK(LoadTime(f.mesh) == load_time);
 }
 
-TEST_CASE("replicas above a standalone server: unsatisfiable, no stream touched",
-          "[pass][integration][server]") {
-  std::string json = test::ExampleRecordsJson();
-  const std::string one = "\"replicas\": 1";
-  json.replace(json.find(one), one.size(), "\"replicas\": 3");
-  LiveMesh mesh(json);
-  Reconciler reconciler(mesh.PassSettings());
-  PassReport report = reconciler.RunPass(1, Trigger::kOnce, ApplyMode::kApply);
-  INFO(Describe(report));
-  REQUIRE(report.status.ok());
-  CHECK(report.plan.problems ==
-        std::vector<std::string>{"records ask for 3 replicas, the JetStream cluster has 1 server"});
-  CHECK(report.remaining_problems == report.plan.problems);
-  CHECK(report.outcomes.empty());
-  for (const DriftEntry& e : report.plan.drift) CHECK(e.remedy == Remedy::kUnsatisfiable);
-  CHECK_FALSE(report.converged());
-  Operator op(mesh.PassSettings().bus);
-  CHECK(op.Observe().streams.empty());
-}
-
-TEST_CASE("records invalid: the last valid records are kept, and with none ever valid no plan",
-          "[pass][integration][server]") {
-  Fresh f;
-  f.Converge();
-  f.mesh.SetRecords("{ \"version\": 2 }");
-  PassReport report = f.Pass();
-  INFO(Describe(report));
-  CHECK(report.status.ok());
-  CHECK_FALSE(report.records_valid);
-  CHECK_FALSE(report.records_errors.empty());
-  CHECK(report.plan.drift.empty());
-
-  Reconciler fresh(f.mesh.PassSettings());
-  PassReport never = fresh.RunPass(1, Trigger::kStart, ApplyMode::kApply);
-  CHECK(never.status.code() == Errc::kInvalidArgument);
-  CHECK_FALSE(never.records_valid);
-  CHECK(never.plan.drift.empty());
-  CHECK_FALSE(fresh.bus_connected());
-}
-
 TEST_CASE("an unreachable monitor or bus: the pass reports why and plans nothing",
           "[pass][integration][server]") {
   Fresh f;
