@@ -1,12 +1,13 @@
 // The `plan` and `reconcile --once` commands, run as the real binary against a real
 // nats-server: output, exit codes (0 converged, 2 drift, 1 error, 64 usage) and --help.
 #include <rapidjson/document.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <vector>
 
 #include "observers/jetstream.h"
 #include "reconciler/apply/encode.h"
@@ -25,11 +26,26 @@ struct Run {
   std::string out;  // standard output only
 };
 
+// The command's environment: the test's own, with MESH_RECONCILER_PASSWORD the reconciler's
+// password (it travels there in production) unless `password` says otherwise, and `set` added.
+// Given to the child alone (env(1)): the test process's environment never changes, so no case
+// leaves a variable behind for the next, and the runner's own MESH_RECONCILER_* are not seen.
+struct ChildEnv {
+  std::optional<std::string> password = test::kReconcilerPassword;  // nullopt: unset
+  std::vector<std::string> set;                                     // NAME=value, shell-safe
+};
+
 // Runs the binary with `args` (shell words, already quoted where needed); stderr is discarded
 // unless `with_stderr`.
-Run RunBinary(const std::string& args, bool with_stderr = false) {
-  const std::string command =
-      std::string(MESH_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+Run RunBinary(const std::string& args, bool with_stderr = false, const ChildEnv& env = {}) {
+  std::string command = "env";
+  for (const char* name : {"MESH_RECONCILER_PASSWORD", "MESH_RECONCILER_YES",
+                           "MESH_RECONCILER_LEASE", "MESH_RECONCILER_USERS_SCOPE"}) {
+    command += std::string(" -u ") + name;
+  }
+  if (env.password) command += " 'MESH_RECONCILER_PASSWORD=" + *env.password + "'";
+  for (const std::string& variable : env.set) command += " " + variable;
+  command += std::string(" ") + MESH_BINARY + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   std::FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   Run run;
@@ -70,9 +86,9 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-// The pass flags for `mesh`; the password travels in the environment, as in production.
+// The pass flags for `mesh`; the password travels in the environment (ChildEnv), as in
+// production.
 std::string PassFlags(const LiveMesh& mesh) {
-  setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
   return "--records " + mesh.records_path + " --bus " + mesh.server->url() + " --users-file " +
          mesh.server->users_file() + " --pid-file " + mesh.server->pid_file() + " --monitor " +
          mesh.server->monitor_url() + " --bcrypt-cost 4 --log-level error";
@@ -143,7 +159,6 @@ int64_t HashedBy(const Run& json_run) {
 
 TEST_CASE("render-users, plan and reconcile --once on an existing users file run no bcrypt",
           "[pass][cli][integration][server]") {
-  setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
   const std::string dir = mesh::testing::MakeTempDir("mesh-render-reuse");
   const std::string records = dir + "/records.json";
   const std::string out = dir + "/users.conf";
@@ -230,16 +245,13 @@ TEST_CASE("plan and reconcile: errors exit 1, usage errors 64",
     CHECK(run.out.find("error") != std::string::npos);
   }
   SECTION("no password and a wrong password are told apart, each with what to do") {
-    unsetenv("MESH_RECONCILER_PASSWORD");
-    Run none =
-        RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(), true);
+    Run none = RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(),
+                         true, {.password = std::nullopt, .set = {}});
     CHECK(none.exit_code == 1);
     CHECK(none.out.find("no password was given for user \"mesh-reconciler\" (give it in "
                         "MESH_RECONCILER_PASSWORD or a --password-file)") != std::string::npos);
-    setenv("MESH_RECONCILER_PASSWORD", "not-the-password", 1);
-    Run wrong =
-        RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(), true);
-    setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
+    Run wrong = RunBinary("plan --records " + mesh.records_path + " --bus " + mesh.server->url(),
+                          true, {.password = "not-the-password", .set = {}});
     CHECK(wrong.exit_code == 1);
     CHECK(wrong.out.find("the server refused the password given for user \"mesh-reconciler\"") !=
           std::string::npos);
@@ -408,9 +420,8 @@ TEST_CASE("the bus commands: show any object and delete only the mesh's with --y
     Run unconfirmed = RunBinary("delete-stream DECL " + flags, true);
     CHECK(unconfirmed.exit_code == 64);
     CHECK(unconfirmed.out.find("add --yes") != std::string::npos);
-    setenv("MESH_RECONCILER_YES", "1", 1);
-    CHECK(RunBinary("delete-stream DECL " + flags).exit_code == 64);
-    unsetenv("MESH_RECONCILER_YES");
+    CHECK(RunBinary("delete-stream DECL " + flags, false, {.set = {"MESH_RECONCILER_YES=1"}})
+              .exit_code == 64);
     CHECK(RunBinary("delete-stream 'DECL.x' --yes " + flags).exit_code == 64);
     CHECK(RunBinary("delete-consumer DECL '*' --yes " + flags).exit_code == 64);
     CHECK(RunBinary("delete-stream DECL --yes --json " + flags).exit_code == 64);
@@ -470,7 +481,6 @@ TEST_CASE("render-users honours --lease and --users-scope, from flags or the env
           "[cli]") {
   const std::string records = std::string(MESH_SOURCE_DIR) + "/examples/records.json";
   const std::string base = "render-users " + records + " --bcrypt-cost 4";
-  setenv("MESH_RECONCILER_PASSWORD", test::kReconcilerPassword, 1);
   Run plain = RunBinary(base);
   REQUIRE(plain.exit_code == 0);
   CHECK(plain.out.find("$KV.mesh_reconciler_lease.holder") == std::string::npos);
@@ -482,11 +492,8 @@ TEST_CASE("render-users honours --lease and --users-scope, from flags or the env
   CHECK(leased.out.find("\"$KV.mesh_reconciler_lease.hold\"") != std::string::npos);
   CHECK(plain.out.find("$KV.mesh_reconciler_lease.hold\"") == std::string::npos);
 
-  setenv("MESH_RECONCILER_LEASE", "1", 1);
-  setenv("MESH_RECONCILER_USERS_SCOPE", "account", 1);
-  Run from_env = RunBinary(base);
-  unsetenv("MESH_RECONCILER_LEASE");
-  unsetenv("MESH_RECONCILER_USERS_SCOPE");
+  Run from_env = RunBinary(
+      base, false, {.set = {"MESH_RECONCILER_LEASE=1", "MESH_RECONCILER_USERS_SCOPE=account"}});
   REQUIRE(from_env.exit_code == 0);
   CHECK(from_env.out.find("\"$KV.mesh_reconciler_lease.holder\"") != std::string::npos);
   CHECK(from_env.out.find("\naccounts {\n") == std::string::npos);
