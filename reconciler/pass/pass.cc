@@ -25,6 +25,7 @@
 #include "reconciler/pass/lease_store.h"
 #include "reconciler/pass/records_source.h"
 #include "reconciler/pass/recreation_wait.h"
+#include "reconciler/pass/renderer.h"
 
 namespace mesh::reconciler {
 namespace {
@@ -78,16 +79,15 @@ struct Reconciler::Impl {
       : settings(std::move(s)),
         events(std::move(e)),
         io(std::move(i)),
-        own_password(settings.bus.password),
-        background(std::move(b)) {}
-  ~Impl() { StopHashJob(); }
+        renderer(settings, settings.bus.password, io.observer, std::move(b)) {}
 
   PassReport Run(uint64_t pass_id, Trigger trigger, ApplyMode mode,
                  const std::set<StreamName>& named);
   // Run's steps, in order.
   // The report started; the lease keeper made (with --lease), a rotated password taken.
   PassReport Begin(uint64_t pass_id, Trigger trigger, ApplyMode mode);
-  // DeriveAndRender, with the bus connected meanwhile on another thread when it is not.
+  // The renderer's DeriveAndRender, with the bus connected meanwhile on another thread when it
+  // is not.
   bool ConnectWhileRendering(PassReport& report);
   // The whole account: observed, planned (after waiting for deleted streams' stores), applied
   // as far as this instance may, and observed again to report what remains.
@@ -102,22 +102,6 @@ struct Reconciler::Impl {
 
   // Each step fills `report` and returns false (or an error) when the pass cannot go on.
   bool LoadRecordsFile(PassReport& report);
-  bool DeriveAndRender(PassReport& report);  // from the records LoadRecordsFile kept
-  bool Render(PassReport& report);
-  // Renders inline from the hasher's cache (Render has adopted what the file proves), hashing
-  // whatever is missing; the hasher must be here (not in a job).
-  bool RenderInline(PassReport& report);
-  // `plan` (the CLI's observe-only pass): renders without bcrypt, marking what is not proven.
-  bool RenderForPlan(PassReport& report);
-  void NoteUnhashed(PassReport& report) const;
-  // Starts the background job for `desired`; first gives `rendered` the interim file when the
-  // users file on disk lacks (a proven) entry of the reconciler's own. False: render inline.
-  bool StartHashJob(PassReport& report, const std::string& existing,
-                    const model::HashedCredentials& reusable);
-  // Takes back the hasher (and the rendering when it is for `desired`) of a finished job.
-  bool CollectHashJob(PassReport& report);
-  void StopHashJob();
-  HashingStop StopHashJobWithin(std::chrono::milliseconds wait);
   // Connects when there is no live connection (NeedsConnection), on this thread.
   Status Connect(uint64_t pass_id);
   // False when the connection is live; drops a lost one that cnats is not reconnecting.
@@ -168,13 +152,9 @@ struct Reconciler::Impl {
   PassSettings settings;
   observers::EventSink events;
   const PassIo io;
-  // The reconciler's own password as the users file renders it (its entry, the hasher's key).
   // settings.bus.password is what connections log in with: after a rotation it stays the old
-  // one until the server has loaded a users file that holds the new one.
-  std::string own_password;
-  // The key the users file's digests were written with before a rotation, until the server has
-  // loaded a file written with the new one: what it proves is reused, not hashed again.
-  std::optional<model::DigestKey> previous_key;
+  // one until the server has loaded a users file that holds the new one (the renderer's
+  // own_password()).
   Mutex rotation_mutex;
   std::optional<std::string> rotated_password GUARDED_BY(rotation_mutex);
   RecreationWait recreation{settings};
@@ -184,30 +164,16 @@ struct Reconciler::Impl {
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
-  std::string last_valid_digest;                // SHA-256 of the bytes last_valid was parsed from
-  std::unique_ptr<model::BcryptHasher> hasher;  // cached across passes
+  std::string last_valid_digest;  // SHA-256 of the bytes last_valid was parsed from
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
   LeaseRounds lease_rounds{settings};  // with --lease
-  // The desired state and the users file rendered from `derived_from`: kept while the records
-  // stay the same, so that a pass over unchanged records neither derives nor renders again.
-  std::optional<model::Records> derived_from;
-  model::DesiredState desired;
-  model::RenderedUsersFile rendered;
-  // Whether `rendered` is the users file for `desired` (kReady), an interim file with the
-  // reconciler's own entry (kInterim), or nothing yet while the job hashes (kPending).
-  // kEstimate: `plan`'s rendering without bcrypt (RenderForPlan), never written.
-  enum class Rendering { kReady, kInterim, kPending, kEstimate } rendering = Rendering::kPending;
-  int64_t unhashed_for_plan = 0;     // RenderForPlan's marked entries
-  int64_t other_cost_kept = 0;       // proven hashes of another cost, kept (Render)
-  int64_t other_cost_to_rehash = 0;  // the same with --rehash: to hash again
-  std::optional<BackgroundHashing> background;
-  HashingPause hashing_pause;  // held while a pass applies JetStream actions; hashing waits
-  std::unique_ptr<HashJob> job;
-  Contests contests;  // per object, across passes (fight detection)
+  Contests contests;                   // per object, across passes (fight detection)
   // The connection (and its reconnect count) the contests were seen on.
   const observers::BusConnection* contests_bus = nullptr;
   uint64_t contests_reconnects = 0;
+  // Last: destroyed first, it stops the background hashing before anything else goes.
+  Renderer renderer;
 };
 
 void Reconciler::Impl::ReviewContests(PassReport& report, PlanResult& plan) {
@@ -293,25 +259,6 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
   return true;
 }
 
-bool Reconciler::Impl::DeriveAndRender(PassReport& report) {
-  if (!derived_from || !(*derived_from == *last_valid)) {
-    model::ReconcilerIdentity identity = OwnIdentity(settings);
-    identity.credential = own_password.empty()
-                              ? model::Credential{}
-                              : model::Credential{model::Credential::Kind::kPlain, own_password};
-    desired = model::Derive(*last_valid, identity);
-    derived_from = *last_valid;
-    rendering = Rendering::kPending;
-    rendered = {};
-  }
-  if (rendering != Rendering::kReady && !Render(report)) {
-    derived_from.reset();  // the next pass renders again
-    return false;
-  }
-  report.without_credential = desired.without_credential;
-  return true;
-}
-
 namespace {
 
 // Whether `actions` change streams or consumers (not only the users file).
@@ -371,234 +318,6 @@ std::vector<observers::ObjectHealth> UnhealthyOf(const observers::ObservedState&
 
 }  // namespace
 
-bool Reconciler::Impl::Render(PassReport& report) {
-  if (settings.users_file.empty()) {
-    rendered = {};
-    rendering = Rendering::kReady;
-    return true;
-  }
-  if (own_password.empty()) {
-    // Rendering without our own credential would lock the reconciler out of the bus.
-    report.status = Status(Errc::kInvalidArgument,
-                           "the users file is managed (--users-file) but the reconciler's "
-                           "password is not set (MESH_RECONCILER_PASSWORD or --password-file)");
-    return false;
-  }
-  if (job) {
-    if (!job->finished.load()) {
-      // Still hashing: the interim file (if any) was planned by an earlier pass; from now on
-      // the users file waits for the job.
-      if (rendering == Rendering::kInterim) rendering = Rendering::kPending;
-      report.credentials_pending = job->pending.load();
-      return true;
-    }
-    if (!CollectHashJob(report)) return false;
-    if (rendering == Rendering::kReady) return true;
-  }
-  if (!hasher) {
-    hasher = std::make_unique<model::BcryptHasher>(own_password, settings.bcrypt_cost);
-  }
-  // The users file as it is now: every hash its digest proves is reused, not computed again;
-  // one of another cost than --bcrypt-cost only without --rehash (proven with the key at its
-  // cost: one bcrypt for all of them).
-  const std::string existing = io.observer->UsersFile(settings.users_file).bytes;
-  model::HashedCredentials reusable =
-      model::ProvenBy(*hasher, desired, existing, model::OtherCostHashes::kKeep);
-  other_cost_kept = 0;
-  other_cost_to_rehash = 0;
-  for (auto it = reusable.begin(); it != reusable.end();) {
-    if (model::HashCost(it->second) == hasher->cost()) {
-      ++it;
-    } else if (settings.other_costs == model::OtherCostHashes::kRehash) {
-      ++other_cost_to_rehash;
-      it = reusable.erase(it);
-    } else {
-      ++other_cost_kept;
-      ++it;
-    }
-  }
-  if (other_cost_kept > 0 || other_cost_to_rehash > 0) {
-    Log(LogLevel::kInfo, report.pass_id,
-        other_cost_kept > 0
-            ? "users file: hashes of another cost than --bcrypt-cost kept (proven by their "
-              "digests; --rehash hashes them again)"
-            : "users file: hashes of another cost than --bcrypt-cost to re-hash (--rehash)",
-        {{"hashes", other_cost_kept + other_cost_to_rehash}, {"bcrypt_cost", hasher->cost()}});
-  }
-  if (previous_key) {
-    // Written before the password rotated: proven with the old key, rewritten with the new.
-    reusable.merge(model::ReusableHashes(desired, existing, *previous_key, hasher->cost()));
-  }
-  hasher->Adopt(desired, reusable);
-  if (!background && report.mode == ApplyMode::kObserveOnly && report.trigger == Trigger::kOnce &&
-      hasher->Uncached(desired) > 0) {
-    return RenderForPlan(report);
-  }
-  if (background && hasher->Uncached(desired) > 0 && StartHashJob(report, existing, reusable)) {
-    return true;
-  }
-  return RenderInline(report);
-}
-
-bool Reconciler::Impl::RenderForPlan(PassReport& report) {
-  // What is not proven differs from the file whatever its hash would be: `plan` says so without
-  // bcrypt. Such an entry is rendered with a mark in place of its hash (never written: this
-  // rendering is observe-only, kEstimate, and the next pass renders again).
-  model::HashedCredentials hashes;
-  unhashed_for_plan = 0;
-  for (const model::Principal& p : desired.principals) {
-    if (p.credential.kind == model::Credential::Kind::kNone) continue;
-    if (std::optional<std::string> hash = hasher->Cached(p.user, p.credential)) {
-      hashes.emplace(p.user, std::move(*hash));
-    } else {
-      hashes.emplace(p.user, "$2b$(not hashed by plan)");
-      ++unhashed_for_plan;
-    }
-  }
-  model::CredentialDigests digests;
-  for (const model::Principal& p : desired.principals) {
-    if (p.credential.kind != model::Credential::Kind::kPlain) continue;
-    const std::string& hash = hashes.at(p.user);
-    const std::optional<int> cost = model::HashCost(hash);
-    if (!cost) continue;
-    Result<std::string> digest =
-        model::CredentialDigest(hasher->DigestKeyAt(*cost), p.user, hash, p.credential.secret);
-    if (digest.ok()) digests.emplace(p.user, std::move(*digest));
-  }
-  Result<model::RenderedUsersFile> file =
-      model::RenderUsersFile(desired, hashes, settings.users_scope, digests);
-  if (!file.ok()) {
-    report.status = file.status();
-    return false;
-  }
-  rendered = std::move(*file);
-  rendering = Rendering::kEstimate;
-  return true;
-}
-
-// The note of the users file's drift entry when `plan` left passwords unhashed.
-void Reconciler::Impl::NoteUnhashed(PassReport& report) const {
-  if (rendering != Rendering::kEstimate || unhashed_for_plan == 0) return;
-  for (DriftEntry& entry : report.plan.drift) {
-    if (entry.kind != ObjectKind::kUsersFile) continue;
-    std::string note = std::to_string(unhashed_for_plan) +
-                       " password(s) not proven by the file, left unhashed by plan (reconcile "
-                       "hashes them)";
-    if (other_cost_to_rehash > 0) {
-      note += ": " + std::to_string(other_cost_to_rehash) +
-              " of them hashes of another cost to re-hash at cost " +
-              std::to_string(settings.bcrypt_cost) + " (--rehash)";
-    }
-    entry.note = entry.note.empty() ? note : entry.note + "; " + note;
-  }
-}
-
-bool Reconciler::Impl::RenderInline(PassReport& report) {
-  const uint64_t calls_before = hasher->bcrypt_calls();
-  Result<model::RenderedUsersFile> file =
-      model::RenderUsersFileCached(desired, *hasher, settings.users_scope);
-  if (!file.ok()) {
-    report.status = file.status();
-    return false;
-  }
-  report.passwords_hashed += static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
-  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", file->blocks.size()}, {"passwords_hashed", report.passwords_hashed}});
-  rendered = std::move(*file);
-  rendering = Rendering::kReady;
-  return true;
-}
-
-bool Reconciler::Impl::StartHashJob(PassReport& report, const std::string& existing,
-                                    const model::HashedCredentials& reusable) {
-  const UserName own(settings.bus.user);
-  const uint64_t calls_before = hasher->bcrypt_calls();
-  rendering = Rendering::kPending;
-  rendered = {};
-  if (!reusable.count(own)) {
-    // The file lacks a (proven) entry of our own: without it the reconciler may not get in,
-    // so that entry comes first, in an interim file that keeps every other entry the server
-    // has now (its hash as written) until the job has hashed it.
-    const model::HashedCredentials written = model::WrittenHashes(existing);
-    model::DesiredState interim = desired;
-    model::HashedCredentials hashes;
-    model::CredentialDigests digests;
-    std::erase_if(interim.principals, [&](const model::Principal& p) {
-      if (p.credential.kind == model::Credential::Kind::kNone) return false;
-      const bool plain = p.credential.kind == model::Credential::Kind::kPlain;
-      std::optional<std::string> hash;
-      bool proven = false;
-      if (!plain || p.user == own || reusable.count(p.user)) {
-        Result<std::string> computed = hasher->Hash(p.user, p.credential);  // cached but ours
-        if (computed.ok()) {
-          hash = std::move(*computed);
-          proven = plain;
-        }
-      } else if (auto w = written.find(p.user); w != written.end()) {
-        hash = w->second;
-      }
-      if (!hash) return true;  // neither hashed nor on disk: it waits for the job
-      if (proven) {
-        Result<std::string> digest = model::CredentialDigest(
-            hasher->DigestKeyAt(model::HashCost(*hash).value_or(hasher->cost())), p.user, *hash,
-            p.credential.secret);
-        if (digest.ok()) digests.emplace(p.user, std::move(*digest));
-      }
-      hashes.emplace(p.user, std::move(*hash));
-      return false;
-    });
-    Result<model::RenderedUsersFile> file =
-        model::RenderUsersFile(interim, hashes, settings.users_scope, digests);
-    if (!file.ok()) return false;  // e.g. only our own entry: hash everything here instead
-    report.passwords_hashed = static_cast<int64_t>(hasher->bcrypt_calls() - calls_before);
-    rendered = std::move(*file);
-    rendering = Rendering::kInterim;
-  }
-
-  job = std::make_unique<HashJob>();
-  job->from = *derived_from;
-  job->desired = desired;
-  job->pending = static_cast<int64_t>(hasher->Uncached(desired));
-  job->hasher = std::move(hasher);
-  const int64_t total = job->pending.load();
-  const uint64_t pass_id = report.pass_id;
-  report.credentials_pending = total;
-  Log(LogLevel::kInfo, pass_id, "hashing passwords in the background",
-      {{"pending", total},
-       {"threads", std::max(1u, std::thread::hardware_concurrency())},
-       {"nice", kHashingNice},
-       {"own_entry_first", rendering == Rendering::kInterim}});
-  if (background->progress) background->progress(total);
-  StartHashThread(*job, hashing_pause, *background, pass_id, settings.users_scope);
-  return true;
-}
-
-bool Reconciler::Impl::CollectHashJob(PassReport& report) {
-  job->thread.join();
-  hasher = std::move(job->hasher);
-  const bool same = derived_from && job->from == *derived_from;
-  Result<model::RenderedUsersFile> result = std::move(*job->result);
-  job.reset();
-  if (!same) return true;  // the records changed meanwhile: render again with this hasher
-  if (!result.ok()) {
-    report.status = result.status();
-    return false;
-  }
-  rendered = std::move(*result);
-  rendering = Rendering::kReady;
-  Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", rendered.blocks.size()}, {"hashing", "background"}});
-  return true;
-}
-
-void Reconciler::Impl::StopHashJob() {
-  mesh::reconciler::StopHashJob(job, hashing_pause);
-}
-
-HashingStop Reconciler::Impl::StopHashJobWithin(std::chrono::milliseconds wait) {
-  return mesh::reconciler::StopHashJobWithin(job, hashing_pause, wait);
-}
-
 bool Reconciler::Impl::NeedsConnection(uint64_t pass_id) {
   if (bus && !bus->connected()) {
     Log(LogLevel::kInfo, pass_id, "bus connection lost; connecting again");
@@ -611,7 +330,7 @@ bool Reconciler::Impl::NeedsConnection(uint64_t pass_id) {
 }
 
 ConnectInputs Reconciler::Impl::ConnectInputsNow() const {
-  ConnectInputs inputs{settings.bus, own_password, nullptr};
+  ConnectInputs inputs{settings.bus, renderer.own_password(), nullptr};
   if (events) {
     inputs.events = [forward = events, deletions = recreation.deletions()](
                         observers::BusEvent event, const std::string& subject) {
@@ -630,7 +349,7 @@ ConnectInputs Reconciler::Impl::ConnectInputsNow() const {
 
 Status Reconciler::Impl::Adopt(OpenedConnection opened) {
   if (!opened.status.ok()) return opened.status;
-  // previous_key goes in Finish, not here
+  // the renderer forgets its previous key in Finish, not here
   if (opened.rotated_to) settings.bus.password = std::move(*opened.rotated_to);
   bus = std::move(opened.bus);
   requests_before = 0;
@@ -680,9 +399,9 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
   // otherwise be refused twice, and logged twice by the server.
   Status connected =
       connect_attempt ? *std::exchange(connect_attempt, std::nullopt) : Connect(pass_id);
-  observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
+  observers::ObserveScope scope{model::OwnershipMark(renderer.desired().mesh)};
   scope.known_consumers = known;
-  scope.desired = &desired;  // what is as desired keeps no raw config
+  scope.desired = &renderer.desired();  // what is as desired keeps no raw config
   Result<observers::ObservedJetStream> jetstream =
       connected.ok() ? io.observer->Account(bus.get(), scope)
                      : Result<observers::ObservedJetStream>(connected);
@@ -698,7 +417,8 @@ Result<observers::ObservedState> Reconciler::Impl::Observe(uint64_t pass_id,
 void Reconciler::Impl::Finish(PassReport& report, Clock::time_point started) {
   report.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   report.finished_unix_ms = UnixMillisNow();
-  if (settings.bus.password == own_password) previous_key.reset();  // no rotation under way
+  // No rotation under way (or the server has loaded it): the old key proves nothing more.
+  if (settings.bus.password == renderer.own_password()) renderer.ForgetPreviousKey();
   // Until the hashes are done the users file lacks (or cannot prove) those credentials, so the
   // pass is not converged, and says why; the hashing's end wakes the pass that writes it.
   if (report.credentials_pending > 0) {
@@ -842,7 +562,7 @@ bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
     // (bus_connect.h).
     opening = std::async(std::launch::async, io.open, report.pass_id, ConnectInputsNow());
   }
-  const bool derived = DeriveAndRender(report);
+  const bool derived = renderer.DeriveAndRender(report, *last_valid);
   if (opening.valid()) connect_attempt = Adopt(opening.get());  // Observe's to report
   return derived;
 }
@@ -861,16 +581,17 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
   report.readiness = ServerReadiness::kReady;
   report.server_version = observed->server.version;
   report.unhealthy = UnhealthyOf(*observed);
-  report.advisory_scope = ScopeOf(desired, *observed);
+  report.advisory_scope = ScopeOf(renderer.desired(), *observed);
   recreation.deletions()->SetScope(report.advisory_scope);
   if (!settings.users_file.empty()) {
-    report.users_file_check =
-        rendering == Rendering::kPending ? UsersFileCheck::kLeftAlone : UsersFileCheck::kCompared;
+    report.users_file_check = renderer.state() == RenderingState::kPending
+                                  ? UsersFileCheck::kLeftAlone
+                                  : UsersFileCheck::kCompared;
   }
   const PlanOptions options = PlanOptionsNow();
   TakeLeaseRound(report, *observed);
-  report.plan = Plan(desired, rendered, *observed, options);
-  NoteUnhashed(report);
+  report.plan = Plan(renderer.desired(), renderer.rendered(), *observed, options);
+  renderer.NoteUnhashed(report);
   if (mode == ApplyMode::kApply &&
       recreation.WaitForRemovedStores(pass_id, *observed, report.plan, BusClientId())) {
     observation_began = Clock::now();
@@ -880,7 +601,7 @@ void Reconciler::Impl::ObservePlanApply(PassReport& report) {
       return;
     }
     report.unhealthy = UnhealthyOf(*observed);
-    report.plan = Plan(desired, rendered, *observed, options);
+    report.plan = Plan(renderer.desired(), renderer.rendered(), *observed, options);
   }
   recreation.RememberStreams(*observed, observation_began);
   if (mode == ApplyMode::kApply) ReviewContests(report, report.plan);
@@ -895,9 +616,10 @@ PlanOptions Reconciler::Impl::PlanOptionsNow() const {
   // While the job hashes, the users file is left alone (it is neither observed as drift nor
   // written); streams and consumers are repaired at once. The users file is ours: owned by the
   // uid we run as (a rewrite makes it so).
-  return PlanOptions{settings.prune,
-                     rendering == Rendering::kPending ? std::string() : settings.users_file,
-                     static_cast<int64_t>(geteuid())};
+  return PlanOptions{
+      settings.prune,
+      renderer.state() == RenderingState::kPending ? std::string() : settings.users_file,
+      static_cast<int64_t>(geteuid())};
 }
 
 void Reconciler::Impl::TakeLeaseRound(PassReport& report,
@@ -940,8 +662,8 @@ void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Acti
     targets.before_chunk = [this, pass_id] { return lease_rounds.Fence(pass_id, bus.get()); };
   }
   std::optional<HashingPauseHold> holding;
-  if (ChangesJetStream(allowed)) holding.emplace(hashing_pause);
-  report.outcomes = settings.bus.password == own_password
+  if (ChangesJetStream(allowed)) holding.emplace(renderer.hashing_pause());
+  report.outcomes = settings.bus.password == renderer.own_password()
                         ? Apply(std::move(allowed), targets)
                         : ApplyRotating(pass_id, report.plan, std::move(allowed), targets);
   holding.reset();
@@ -956,7 +678,7 @@ void Reconciler::Impl::ApplyAndObserveAgain(PassReport& report, std::vector<Acti
     return;
   }
   recreation.RememberStreams(*after, after_began);
-  PlanResult again = Plan(desired, rendered, *after, options);
+  PlanResult again = Plan(renderer.desired(), renderer.rendered(), *after, options);
   contests.Annotate(&again.drift, Clock::now());
   report.remaining = std::move(again.drift);
   report.remaining_problems = std::move(again.problems);
@@ -979,14 +701,14 @@ PlanResult UsersFilePart(PlanResult plan) {
 }  // namespace
 
 void Reconciler::Impl::RepairUsersFileAlone(PassReport& report) {
-  if (settings.users_file.empty() || rendered.bytes.empty()) return;
+  if (settings.users_file.empty() || renderer.rendered().bytes.empty()) return;
   // Nothing of the server is known: no reload is planned for a file already as rendered (the
   // next pass that reaches the server checks that it loaded it).
   const PlanOptions options{settings.prune, settings.users_file, static_cast<int64_t>(geteuid())};
   auto plan_file = [&] {
     observers::ObservedState observed;
     observed.users_file = io.observer->UsersFile(settings.users_file);
-    return UsersFilePart(Plan(desired, rendered, observed, options));
+    return UsersFilePart(Plan(renderer.desired(), renderer.rendered(), observed, options));
   };
   report.plan = plan_file();
   report.remaining = report.plan.drift;
@@ -1006,8 +728,8 @@ Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<S
   observers::ObservedState observed;
   observed.server = io.observer->Server(settings.monitor_url, settings.bus.request_timeout);
   if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
-  observers::ObserveScope scope{model::OwnershipMark(desired.mesh)};
-  scope.desired = &desired;
+  observers::ObserveScope scope{model::OwnershipMark(renderer.desired().mesh)};
+  scope.desired = &renderer.desired();
   Result<observers::ObservedJetStream> jetstream = io.observer->Streams(bus.get(), named, scope);
   if (!jetstream.ok()) return jetstream.status();
   observed.jetstream = std::move(*jetstream);
@@ -1030,11 +752,11 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
         {{"reason", observed.status().message()}});
     return;
   }
-  PlanResult plan = PlanStreams(desired, *observed, named, options);
+  PlanResult plan = PlanStreams(renderer.desired(), *observed, named, options);
   if (recreation.WaitForRemovedStores(pass_id, *observed, plan, BusClientId())) {
     observed = ObserveNamed(named);
     if (!observed.ok()) return;
-    plan = PlanStreams(desired, *observed, named, options);
+    plan = PlanStreams(renderer.desired(), *observed, named, options);
   }
   report.repaired_first.assign(named.begin(), named.end());
   // An advisory names a stream another writer updated: when it is contested, its repair waits
@@ -1053,7 +775,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     if (lease_rounds.active()) {
       targets.before_chunk = [this, pass_id] { return lease_rounds.Fence(pass_id, bus.get()); };
     }
-    const HashingPauseHold holding(hashing_pause);  // only streams and consumers here
+    const HashingPauseHold holding(renderer.hashing_pause());  // only streams and consumers here
     report.outcomes = Apply(std::move(actions), targets);
     NoteUpdates(report, plan);
   }
@@ -1071,7 +793,7 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     report.remaining_problems = plan.problems;
     if (!report.outcomes.empty()) {
       if (Result<observers::ObservedState> after = ObserveNamed(named); after.ok()) {
-        PlanResult again = PlanStreams(desired, *after, named, options);
+        PlanResult again = PlanStreams(renderer.desired(), *after, named, options);
         contests.Annotate(&again.drift, Clock::now());
         report.remaining = std::move(again.drift);
         report.remaining_problems = std::move(again.problems);
@@ -1087,21 +809,10 @@ void Reconciler::Impl::TakeRotatedPassword(uint64_t pass_id) {
     MutexLock lock(rotation_mutex);
     rotated = std::exchange(rotated_password, std::nullopt);
   }
-  if (!rotated || *rotated == own_password) return;
-  // The job's hashes and its hasher's key belong to the old password: the hashes the users file
-  // holds are proven with that key instead (Render), and only our own entry is hashed again.
-  if (job) {
-    previous_key = job->hasher->digest_key();
-    StopHashJob();
-  } else if (hasher) {
-    previous_key = hasher->digest_key();
-  }
-  hasher.reset();
-  own_password = std::move(*rotated);
-  derived_from.reset();  // our own entry changed: derive and render again
+  if (!rotated || !renderer.Rotate(std::move(*rotated))) return;
   if (settings.users_file.empty()) {
     // Not managed here: whoever keeps the server's users has the new password too.
-    settings.bus.password = own_password;
+    settings.bus.password = renderer.own_password();
     bus.reset();
     Log(LogLevel::kInfo, pass_id, "password rotated: connecting with the new one");
     return;
@@ -1113,10 +824,10 @@ void Reconciler::Impl::TakeRotatedPassword(uint64_t pass_id) {
 
 bool Reconciler::Impl::ConnectWithRotatedPassword(uint64_t pass_id, const PlanResult& plan,
                                                   const std::vector<ActionOutcome>& file_outcomes) {
-  if (settings.bus.password == own_password) return false;
+  if (settings.bus.password == renderer.own_password()) return false;
   // The server holds our new entry when the rendering has it (not while it is being hashed),
   // and either the file needed nothing or it was written and the reload confirmed.
-  if (rendering == Rendering::kPending) return false;
+  if (renderer.state() == RenderingState::kPending) return false;
   const bool file_drift =
       std::any_of(plan.drift.begin(), plan.drift.end(),
                   [](const DriftEntry& e) { return e.kind == ObjectKind::kUsersFile; });
@@ -1124,7 +835,7 @@ bool Reconciler::Impl::ConnectWithRotatedPassword(uint64_t pass_id, const PlanRe
       std::all_of(file_outcomes.begin(), file_outcomes.end(),
                   [](const ActionOutcome& o) { return o.outcome == Outcome::kDone; });
   if (file_drift && (file_outcomes.empty() || !all_done)) return false;
-  settings.bus.password = own_password;
+  settings.bus.password = renderer.own_password();
   // The server closes the old connection on the reload (its password is no longer valid);
   // a new one, with the new password, serves the rest of this pass.
   bus.reset();
@@ -1181,7 +892,7 @@ void Reconciler::RotatePassword(std::string password) {
 }
 
 HashingStop Reconciler::StopHashing(std::chrono::milliseconds wait) {
-  return impl_->StopHashJobWithin(wait);
+  return impl_->renderer.StopHashJobWithin(wait);
 }
 
 LeaseChange Reconciler::RunLeaseRound() {
