@@ -91,8 +91,8 @@ struct LeaseEntry {
   uint64_t revision = 0;
 };
 
-// The key the lease lives in. Implemented over JetStream KV (reconciler/pass/lease_store.h) and by
-// test fakes. Errors: Errc::kRefused when a compare-and-set does not match (an entry exists /
+// The key the lease lives in. Implemented over JetStream KV (reconciler/apply/kv_lease_store.h) and
+// by test fakes. Errors: Errc::kRefused when a compare-and-set does not match (an entry exists /
 // the revision moved on); transport errors otherwise.
 class LeaseStore {
  public:
