@@ -1,6 +1,7 @@
 // The pass's own logic on an in-memory bus (tests/support/memory_observer.h): what it plans from
 // what it observes, where it stops, what it repairs when the bus cannot be observed. No server
 // runs here; how a server answers is pass_test.cc's and the observers' tests'.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -204,6 +205,30 @@ TEST_CASE("objects the server reports unhealthy are in the report, the others pl
   CHECK(report.unhealthy[1].error == "stream OTHER: offline");
   CHECK(report.plan.drift.empty());
   CHECK(report.outcomes.empty());
+}
+
+TEST_CASE("plan with a users file that proves nothing hashes nothing and says what it left",
+          "[pass][memory]") {
+  MemoryMesh mesh(MemoryMesh::UsersFile::kManaged);
+  mesh.observer->SetAccountAsDesired(mesh.desired);
+  const int64_t plain = std::count_if(
+      mesh.desired.principals.begin(), mesh.desired.principals.end(),
+      [](const auto& p) { return p.credential.kind == model::Credential::Kind::kPlain; });
+  REQUIRE(plain > 0);
+  const PassReport report = mesh.Make().RunPass(1, Trigger::kOnce, ApplyMode::kObserveOnly);
+  INFO(report.status.ToString());
+  REQUIRE(report.status.ok());
+  CHECK(report.passwords_hashed == 0);
+  REQUIRE(report.plan.drift.size() == 1);  // the account is as desired: only the file differs
+  const DriftEntry& file = report.plan.drift.front();
+  CHECK(file.kind == ObjectKind::kUsersFile);
+  CHECK(file.remedy == Remedy::kRewrite);
+  CHECK(file.note.find(std::to_string(plain) +
+                       " password(s) not proven by the file, left unhashed by plan") !=
+        std::string::npos);
+  CHECK(report.outcomes.empty());
+  CHECK(observers::ObserveUsersFile(mesh.settings.users_file).state ==
+        observers::ObservedUsersFile::State::kAbsent);  // plan writes nothing
 }
 
 }  // namespace
