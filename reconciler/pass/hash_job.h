@@ -3,8 +3,8 @@
 //
 // Thread-safety: HashingPause is safe from any thread. A HashJob is started, collected and stopped
 // by the pass's thread only; while it runs, its hashing threads write `result`, `pending` and
-// `finished` (atomics, and `result` before `finished`) and read `cancelled`; `from`, `desired`
-// and `hasher` are the job's until `finished` (or until StopHashJob has joined it).
+// `finished` (atomics, and `result` before `finished`) and read `cancelled`; `desired` and
+// `hasher` are the job's until `finished` (or until StopHashJob has joined it).
 #pragma once
 
 #include <atomic>
@@ -94,7 +94,7 @@ class HashingPauseHold {
 // The hashing of new and changed passwords on its own threads (the daemon). The job owns the
 // hasher while it runs; the pass takes it back, with the rendering, once `finished` is set.
 struct HashJob {
-  model::Records from;          // the records `desired` was derived from
+  uint64_t from = 0;            // the generation of the records `desired` was derived from
   model::DesiredState desired;  // what it renders
   std::unique_ptr<model::BcryptHasher> hasher;
   std::optional<Result<model::RenderedUsersFile>> result;  // written before `finished`

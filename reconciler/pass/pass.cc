@@ -164,7 +164,8 @@ struct Reconciler::Impl {
   // This pass's early connect (Run), until the first Observe takes it.
   std::optional<Status> connect_attempt;
   std::optional<model::Records> last_valid;
-  std::string last_valid_digest;  // SHA-256 of the bytes last_valid was parsed from
+  uint64_t records_generation = 0;  // incremented each time last_valid changes
+  std::string last_valid_digest;    // SHA-256 of the bytes last_valid was parsed from
   // notAfter of the certificate the bus presented, as last seen (kept across a reconnect).
   std::optional<int64_t> certificate_expiry;
   LeaseRounds lease_rounds{settings};  // with --lease
@@ -242,6 +243,7 @@ bool Reconciler::Impl::LoadRecordsFile(PassReport& report) {
     report.records_valid = true;
     if (!last_valid || !(*last_valid == (*loaded)->records)) {
       last_valid = std::move((*loaded)->records);
+      ++records_generation;
     }
     last_valid_digest = digest;
   }
@@ -562,7 +564,7 @@ bool Reconciler::Impl::ConnectWhileRendering(PassReport& report) {
     // (bus_connect.h).
     opening = std::async(std::launch::async, io.open, report.pass_id, ConnectInputsNow());
   }
-  const bool derived = renderer.DeriveAndRender(report, *last_valid);
+  const bool derived = renderer.DeriveAndRender(report, *last_valid, records_generation);
   if (opening.valid()) connect_attempt = Adopt(opening.get());  // Observe's to report
   return derived;
 }

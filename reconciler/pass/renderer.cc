@@ -20,14 +20,15 @@ Renderer::~Renderer() {
   StopHashJob();
 }
 
-bool Renderer::DeriveAndRender(PassReport& report, const model::Records& records) {
-  if (!derived_from_ || !(*derived_from_ == records)) {
+bool Renderer::DeriveAndRender(PassReport& report, const model::Records& records,
+                               uint64_t generation) {
+  if (derived_from_ != generation) {
     model::ReconcilerIdentity identity = OwnIdentity(settings_);
     identity.credential = own_password_.empty()
                               ? model::Credential{}
                               : model::Credential{model::Credential::Kind::kPlain, own_password_};
     desired_ = model::Derive(records, identity);
-    derived_from_ = records;
+    derived_from_ = generation;
     state_ = RenderingState::kPending;
     rendered_ = {};
   }
@@ -244,7 +245,7 @@ bool Renderer::StartHashJob(PassReport& report, const std::string& existing,
 bool Renderer::CollectHashJob(PassReport& report) {
   job_->thread.join();
   hasher_ = std::move(job_->hasher);
-  const bool same = derived_from_ && job_->from == *derived_from_;
+  const bool same = derived_from_ == job_->from;
   Result<model::RenderedUsersFile> result = std::move(*job_->result);
   job_.reset();
   if (!same) return true;  // the records changed meanwhile: render again with this hasher

@@ -25,8 +25,8 @@ using mesh::testing::WaitFor;
 // A job over a generated mesh's passwords at bcrypt's smallest cost, not started.
 std::unique_ptr<HashJob> JobForGeneratedMesh() {
   auto job = std::make_unique<HashJob>();
-  job->from = test::ParseOrFail(test::GeneratedRecordsJson(7, 24, 3, 2));
-  job->desired = model::Derive(job->from, test::Identity());
+  job->desired =
+      model::Derive(test::ParseOrFail(test::GeneratedRecordsJson(7, 24, 3, 2)), test::Identity());
   job->hasher = std::make_unique<model::BcryptHasher>(test::kReconcilerPassword, test::kCheapCost);
   job->pending = static_cast<int64_t>(job->hasher->Uncached(job->desired));
   return job;
