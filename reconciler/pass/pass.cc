@@ -219,9 +219,11 @@ void Reconciler::Impl::ReviewContests(PassReport& report, PlanResult& plan) {
 }
 
 void Reconciler::Impl::NoteUpdates(PassReport& report, const PlanResult& plan) {
+  // Only the updates: a first convergence's thousands of creations (each with its spec) were
+  // copied here at the pass's peak, to be skipped by NoteApplied.
   std::vector<Action> done;
   for (const ActionOutcome& o : report.outcomes) {
-    if (o.outcome == Outcome::kDone) done.push_back(o.action);
+    if (o.outcome == Outcome::kDone && IsUpdate(o.action.kind)) done.push_back(o.action);
   }
   contests.NoteApplied(plan, done, Clock::now());
   report.contested_objects = static_cast<int64_t>(contests.contested());

@@ -1,13 +1,12 @@
 #include "reconciler/plan/contest.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
 
 namespace mesh::reconciler {
 namespace {
-
-bool IsUpdate(ActionKind kind) {
-  return kind == ActionKind::kUpdateStream || kind == ActionKind::kUpdateConsumer;
-}
 
 // The fields we set that were found changed to another value, with the wanted value unchanged
 // (records that changed meanwhile make no contest).
@@ -82,15 +81,22 @@ void Contests::Annotate(std::vector<DriftEntry>* drift, TimePoint now) const {
 }
 
 void Contests::NoteApplied(const PlanResult& plan, const std::vector<Action>& done, TimePoint now) {
+  if (std::none_of(done.begin(), done.end(), [](const Action& a) { return IsUpdate(a.kind); })) {
+    return;
+  }
+  // Each object's (first) drift entry, found once: a pass that updates every consumer of a
+  // large mesh searched the whole drift once per update (35,206 by 41,409 at ten times the
+  // Large mesh).
+  std::map<std::pair<ObjectKind, std::string_view>, const DriftEntry*> drift_of;
+  for (const DriftEntry& d : plan.drift)
+    drift_of.emplace(std::pair<ObjectKind, std::string_view>(d.kind, d.name), &d);
   for (const Action& a : done) {
     if (!IsUpdate(a.kind)) continue;
     const ObjectKind kind = KindOf(a.kind);
-    auto drift = std::find_if(plan.drift.begin(), plan.drift.end(), [&](const DriftEntry& d) {
-      return d.kind == kind && d.name == a.name;
-    });
-    if (drift == plan.drift.end()) continue;
+    auto drift = drift_of.find({kind, a.name});
+    if (drift == drift_of.end()) continue;
     Entry& e = entries_[{kind, a.name}];
-    e.ours = drift->fields;
+    e.ours = drift->second->fields;
     e.updated = now;
     e.backoff_until.reset();
   }

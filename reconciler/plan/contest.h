@@ -60,8 +60,9 @@ class Contests {
   // contests, backed off from now), and removes from `plan->actions` the updates of every
   // object still backed off, noting the backoff in its drift entry. Other actions are kept.
   ContestReview Review(PlanResult* plan, TimePoint now);
-  // After applying: `done`, the actions that succeeded; its updates are ours (what `plan`'s
-  // drift entry for each wanted), to be watched for a change back.
+  // After applying: `done`, the actions that succeeded (only its updates are read, so a caller
+  // may give those alone); its updates are ours (what `plan`'s drift entry for each wanted), to
+  // be watched for a change back.
   void NoteApplied(const PlanResult& plan, const std::vector<Action>& done, TimePoint now);
   // Notes the backoff in the drift entries of objects backed off at `now` (a plan made again
   // after applying; Review notes its own).

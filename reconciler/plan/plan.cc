@@ -672,6 +672,10 @@ ObjectKind KindOf(ActionKind v) {
   return ObjectKind::kStream;
 }
 
+bool IsUpdate(ActionKind v) {
+  return v == ActionKind::kUpdateStream || v == ActionKind::kUpdateConsumer;
+}
+
 Action DeleteStreamAction(const StreamName& stream) {
   Action action;
   action.kind = ActionKind::kDeleteStream;

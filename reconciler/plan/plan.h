@@ -116,6 +116,8 @@ const char* ToString(ActionKind v);  // "write_users_file", "create_stream", ...
 // | "update" | "delete" | "write" | "reload".
 ObjectKind KindOf(ActionKind v);
 const char* VerbOf(ActionKind v);
+// An update in place (of a stream or a consumer): what fight detection watches (contest.h).
+bool IsUpdate(ActionKind v);
 
 struct Action {
   ActionKind kind = ActionKind::kCreateStream;

@@ -129,5 +129,40 @@ TEST_CASE("The backoff doubles up to its cap", "[contest]") {
   CHECK(ContestBackoff(1000, options) == minutes(1));
 }
 
+// Every update of a large pass is watched, each with its own drift entry's fields, whatever
+// else the drift holds (NoteApplied finds them by object, not by scanning the drift for each).
+TEST_CASE("Many updates in one pass are each watched with their own fields", "[contest]") {
+  PlanResult plan;
+  std::vector<Action> done;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = "S" + std::to_string(i) + "/d";
+    DriftEntry created;  // a creation before each update: its entry is not the update's
+    created.kind = ObjectKind::kStream;
+    created.name = name;
+    plan.drift.push_back(created);
+    DriftEntry entry;
+    entry.kind = ObjectKind::kConsumer;
+    entry.name = name;
+    entry.state = DriftState::kDiffers;
+    entry.remedy = Remedy::kUpdateInPlace;
+    entry.fields = {{"max_deliver", std::to_string(i), "-1"}};
+    plan.drift.push_back(entry);
+    Action update;
+    update.kind = ActionKind::kUpdateConsumer;
+    update.name = name;
+    done.push_back(update);
+  }
+  Contests contests;
+  contests.NoteApplied(plan, done, kT0);
+  // Changed back, each to what it was: every one is contested, with its own wanted value.
+  ContestReview review = contests.Review(&plan, kT0 + seconds(1));
+  REQUIRE(review.found.size() == 3000);
+  for (const ContestFound& c : review.found) {
+    REQUIRE(c.fields.size() == 1);
+    CHECK(c.kind == ObjectKind::kConsumer);
+    CHECK("S" + c.fields[0].wanted + "/d" == c.name);
+  }
+}
+
 }  // namespace
 }  // namespace mesh::reconciler::test
