@@ -59,9 +59,11 @@ class MemoryObserver final : public observers::Observer {
     SetAccount(mesh::testing::ConvergedObservation(desired, "").jetstream);
   }
   // The error the next listings end with instead (e.g. a lost connection); Ok to list again.
-  void SetAccountError(Status error) {
+  // With `from_listing` n > 0, the listings before the n-th (counting from 1) still succeed.
+  void SetAccountError(Status error, int from_listing = 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     account_error_ = std::move(error);
+    error_from_listing_ = account_listings_ + stream_listings_ + std::max(from_listing, 1);
   }
   // What the next connection attempts end with.
   void SetConnectResult(Status status) {
@@ -97,7 +99,7 @@ class MemoryObserver final : public observers::Observer {
                                                const observers::ObserveScope& scope) override {
     std::lock_guard<std::mutex> lock(mutex_);
     ++account_listings_;
-    if (!account_error_.ok()) return account_error_;
+    if (Failing()) return account_error_;
     return InScope(account_, scope, nullptr);
   }
   Result<observers::ObservedJetStream> Streams(observers::BusConnection* /*bus*/,
@@ -105,7 +107,7 @@ class MemoryObserver final : public observers::Observer {
                                                const observers::ObserveScope& scope) override {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stream_listings_;
-    if (!account_error_.ok()) return account_error_;
+    if (Failing()) return account_error_;
     return InScope(account_, scope, &named);
   }
 
@@ -142,6 +144,11 @@ class MemoryObserver final : public observers::Observer {
     return out;
   }
 
+  // The listing just counted fails (the mutex held).
+  bool Failing() const {
+    return !account_error_.ok() && account_listings_ + stream_listings_ >= error_from_listing_;
+  }
+
   mutable std::mutex mutex_;
   observers::ObservedServer server_;
   observers::ObservedJetStream account_;
@@ -150,6 +157,7 @@ class MemoryObserver final : public observers::Observer {
   int account_listings_ = 0;
   int stream_listings_ = 0;
   int connect_attempts_ = 0;
+  int error_from_listing_ = 1;
 };
 
 // A pass's PassIo over `observer`.

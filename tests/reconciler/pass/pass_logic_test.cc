@@ -231,5 +231,27 @@ TEST_CASE("plan with a users file that proves nothing hashes nothing and says wh
         observers::ObservedUsersFile::State::kAbsent);  // plan writes nothing
 }
 
+TEST_CASE("the observation after apply fails: the pass fails, and what was planned remains",
+          "[pass][memory]") {
+  MemoryMesh mesh;
+  observers::ObservedJetStream account =
+      mesh::testing::ConvergedObservation(mesh.desired, "").jetstream;
+  const StreamName gone = mesh.desired.streams.front().name;
+  std::erase_if(account.streams, [&](const auto& s) { return s.config.name == gone; });
+  std::erase_if(account.consumers, [&](const auto& c) { return c.config.stream == gone; });
+  mesh.observer->SetAccount(account);
+  mesh.observer->SetAccountError(Status(Errc::kUnavailable, "connection lost"), 2);
+  const PassReport report = mesh.Make().RunPass(1, Trigger::kPeriodic, ApplyMode::kApply);
+  CHECK(report.status.code() == Errc::kUnavailable);
+  CHECK(report.status.message() == "observing after apply: connection lost");
+  CHECK(mesh.observer->account_listings() == 2);
+  REQUIRE_FALSE(report.plan.drift.empty());
+  CHECK(HasDrift(report.plan.drift, ObjectKind::kStream, gone.str(), Remedy::kCreate));
+  CHECK_FALSE(report.outcomes.empty());  // tried (and failed here: the in-memory bus has none)
+  CHECK(report.remaining == report.plan.drift);
+  CHECK(report.remaining_problems == report.plan.problems);
+  CHECK_FALSE(report.converged());
+}
+
 }  // namespace
 }  // namespace mesh::reconciler
