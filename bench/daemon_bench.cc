@@ -10,7 +10,9 @@
 //      consumers created and deleted during 10 s, half on a foreign stream and half on EVENTS
 //      (what KV watchers, ordered consumers and the nats CLI do all day), while a seat stream
 //      is deleted every 2 s: the passes the advisories woke (goal: at most 10), the JetStream
-//      API requests the daemon sent, and the deletions' repair time (goal: median under 50 ms).
+//      API requests the daemon sent, and the deletions' repair time (goal: median under 50 ms);
+//   5. with MESH_DAEMON_BENCH_10X=1, the storm again at ten times the Large mesh (issue 39 item
+//      4), and the daemon's memory there.
 // A plain main() printing a table. Usage: daemon_bench [deletions] [wrk seconds]
 #include <signal.h>
 
@@ -18,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -183,7 +186,8 @@ int64_t ApiTotal(const mesh::testing::NatsServer& server) {
 }
 
 // 4. The storm, on a converged Bench.
-void Storm(Bench& bench) {
+// `label` prefixes every row ("" for the Large mesh).
+void Storm(Bench& bench, const std::string& label) {
   constexpr int kEphemerals = 1000;
   constexpr auto kWindow = std::chrono::seconds(10);
   constexpr auto kDeletionEvery = std::chrono::seconds(2);
@@ -272,17 +276,17 @@ void Storm(Bench& bench) {
       repair_before;
   // Converge() forces passes of its own; they count as trigger="forced", not in the above.
   const int64_t daemon_requests = ApiTotal(*bench.server) - api_before - ours.load();
-  Row("storm: " + std::to_string(kEphemerals) + " ephemerals created and deleted in",
+  Row(label + "storm: " + std::to_string(kEphemerals) + " ephemerals created and deleted in",
       Fixed(storm_s, "s"), "10 s");
-  Row("storm: passes woken by advisories", std::to_string(static_cast<int>(advisory_passes)),
-      "<= 10");
-  Row("storm: repair passes (the named streams alone, inside the floor)",
+  Row(label + "storm: passes woken by advisories",
+      std::to_string(static_cast<int>(advisory_passes)), "<= 10");
+  Row(label + "storm: repair passes (the named streams alone, inside the floor)",
       std::to_string(static_cast<int>(repair_passes)), "");
-  Row("storm: API requests the daemon sent (forced passes incl.)", std::to_string(daemon_requests),
-      "");
-  Row("storm: deletion -> recreation, median (" + std::to_string(repair_ms.size()) + ")",
+  Row(label + "storm: API requests the daemon sent (forced passes incl.)",
+      std::to_string(daemon_requests), "");
+  Row(label + "storm: deletion -> recreation, median (" + std::to_string(repair_ms.size()) + ")",
       Fixed(Percentile(repair_ms, 50), "ms"), "< 50 ms");
-  Row("storm: deletion -> recreation, max",
+  Row(label + "storm: deletion -> recreation, max",
       Fixed(*std::max_element(repair_ms.begin(), repair_ms.end()), "ms"), "");
 }
 
@@ -376,7 +380,7 @@ int main(int argc, char** argv) {
     Row("daemon VmHWM (peak RSS), Large mesh",
         Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "< 40 MiB");
 
-    Storm(bench);
+    Storm(bench, "");
 
     // wrk on /metrics while a client forces passes back to back.
     std::atomic<bool> stop{false};
@@ -430,6 +434,23 @@ int main(int argc, char** argv) {
     // passes (the goal counts the peak wherever it comes).
     Row("daemon VmHWM (peak RSS) after the load",
         Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "< 40 MiB");
+  }
+
+  // 4 again at ten times the Large mesh (issue 39 item 4: the repair path stays small at any
+  // size), when MESH_DAEMON_BENCH_10X=1: its first convergence alone takes minutes.
+  if (const char* ten = std::getenv("MESH_DAEMON_BENCH_10X"); ten != nullptr && *ten == '1') {
+    const auto start = Clock::now();
+    Bench bench(mesh::testing::ToJson(
+        mesh::testing::GenerateMesh(mesh::testing::MeshSize::Large().Times(10))));
+    bench.Converge();
+    Row("10x mesh: start to converged",
+        Fixed(std::chrono::duration<double>(Clock::now() - start).count(), "s"), "");
+    const pid_t pid = bench.daemon->pid();
+    Row("daemon VmRSS, 10x mesh, converged",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmRSS") / 1024, "MiB"), "");
+    Storm(bench, "10x mesh: ");
+    Row("daemon VmHWM (peak RSS), 10x mesh, after the storm",
+        Fixed(mesh::testing::ProcStatusKiB(pid, "VmHWM") / 1024, "MiB"), "<= 64 MiB");
   }
   return 0;
 }
