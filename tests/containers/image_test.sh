@@ -55,8 +55,10 @@ help_works() {
   local out
   out="$(run "$kReconcilerImage" --help)" || return 1
   grep -q 'render-users' <<<"$out" || return 1
-  # The image's CMD is --help: running it bare shows the help too.
-  run "$kReconcilerImage" | grep -q 'render-users'
+  # The image's CMD is --help: running it bare shows the help too (read whole: under pipefail a
+  # `| grep -q` that stops early fails the pipeline when the writer is still writing).
+  out="$(run "$kReconcilerImage")" || return 1
+  grep -q 'render-users' <<<"$out"
 }
 
 runs_as_10001() {

@@ -539,17 +539,22 @@ SECRETS
     { echo "the sidecar never answered"; logs_of "$pod1" mesh-reconciler | tail -20; return 1; }
 }
 
-reloader_live() { logs_of "$pod1" reloader | grep -q 'Live, ready to kick pid'; }
+# A container's logs as a whole, then searched: under pipefail `logs_of ... | grep -q` fails when
+# grep stops at its match while podman still writes the lines after it (SIGPIPE), which a run of
+# the suite under load did here.
+logs_have() { local logs; logs="$(logs_of "$1" "$2")"; grep -q -- "$3" <<<"$logs"; }
+
+reloader_live() { logs_have "$pod1" reloader 'Live, ready to kick pid'; }
 # The reloader found nats-server's PID in the shared pid volume and watches the configuration
 # and the users file it includes.
 official_reloader_live() {
   wait_for 60 reloader_live || { echo "the reloader never went live"; logs_of "$pod1" reloader | tail -10; return 1; }
   logs_of "$pod1" reloader | grep -E 'Watching file|Live, ready' || return 1
-  logs_of "$pod1" reloader | grep -q "Watching file: $users_file" ||
+  logs_have "$pod1" reloader "Watching file: $users_file" ||
     { echo "the reloader does not watch $users_file"; return 1; }
 }
 
-reloader_signalled() { logs_of "$pod1" reloader | grep -q "signal to reload changes from: .*$users_file"; }
+reloader_signalled() { logs_have "$pod1" reloader "signal to reload changes from: .*$users_file"; }
 # The records change of the step before: the sidecar rewrote the users file and signalled
 # nats-server; the reloader saw the same change and signalled it too (the server reloads twice,
 # harmlessly: docs/kubernetes.md).
