@@ -401,9 +401,18 @@ Status ListConsumerBatch(BusConnection& bus, const ObserveScope& scope,
   return Status::Ok();
 }
 
+// First pages to list before the lanes are worth opening for them. Each lane costs the server
+// one bcrypt of our password (at cost 10 about 65 ms of its CPU), spent while it answers the
+// first batch: on the Large mesh (623 lists, three batches) the three lanes' logins cost more
+// than the two batches they carried saved, and `plan` and a restarted daemon's first pass took
+// 0.25-0.30 s instead of 0.18-0.21 s (restart_bench, with a users file at cost 10). At three
+// and ten times that mesh the lanes pay for themselves.
+constexpr size_t kLanesFromLists = 4 * kListBatch;
+
 // Lists the consumers of the streams in scope, settings.max_in_flight lists at a time, in
-// batches of kListBatch; over the lanes when there is more than one batch (Spread::kLanes: up
-// to 2.11.9 the server answers one connection's requests one after another).
+// batches of kListBatch; over the lanes when there are more than kLanesFromLists first pages, or
+// more than one batch of later pages (Spread::kLanes: up to 2.11.9 the server answers one
+// connection's requests one after another).
 Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetStream& out) {
   std::vector<PendingList> pending;
   int64_t expected = 0;  // consumers the streams to list count
@@ -428,7 +437,8 @@ Status ListConsumers(BusConnection& bus, const ObserveScope& scope, ObservedJetS
   UndescribedConsumers undescribed;
   for (size_t batch = kListBatch; !pending.empty(); batch = kLaterPageBatch) {
     std::vector<PendingList> next;
-    const Spread spread = pending.size() > batch ? Spread::kLanes : Spread::kOneConnection;
+    const size_t lanes_from = batch == kListBatch ? kLanesFromLists : batch;
+    const Spread spread = pending.size() > lanes_from ? Spread::kLanes : Spread::kOneConnection;
     for (size_t begin = 0; begin < pending.size(); begin += batch) {
       const size_t end = std::min(pending.size(), begin + batch);
       if (Status s = ListConsumerBatch(bus, scope, std::span(pending).subspan(begin, end - begin),
