@@ -8,15 +8,12 @@
 #include <cmath>
 #include <functional>
 #include <future>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "model/thread_safety.h"
-#include "model/users_file.h"
 #include "observers/jetstream.h"
 #include "reconciler/base/log.h"
 #include "reconciler/pass/bus_connect.h"
