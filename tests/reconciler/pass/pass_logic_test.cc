@@ -17,6 +17,15 @@ namespace {
 
 using test::MemoryMesh;
 
+// The account as the reconciler would have made it, less `gone` and its consumers.
+observers::ObservedJetStream AsDesiredWithout(const model::DesiredState& desired,
+                                              const StreamName& gone) {
+  observers::ObservedJetStream account = mesh::testing::ConvergedObservation(desired, "").jetstream;
+  std::erase_if(account.streams, [&](const auto& s) { return s.config.name == gone; });
+  std::erase_if(account.consumers, [&](const auto& c) { return c.config.stream == gone; });
+  return account;
+}
+
 bool HasDrift(const std::vector<DriftEntry>& drift, ObjectKind kind, const std::string& name,
               Remedy remedy) {
   return std::any_of(drift.begin(), drift.end(), [&](const DriftEntry& e) {
@@ -44,13 +53,10 @@ TEST_CASE("a drifted account: observing only names each difference and changes n
   MemoryMesh mesh;
   REQUIRE(mesh.desired.streams.size() >= 2);
   REQUIRE(!mesh.desired.consumers.empty());
-  observers::ObservedJetStream account =
-      mesh::testing::ConvergedObservation(mesh.desired, "").jetstream;
   // A stream deleted with its consumers, a consumer changed in a field updated in place, and a
   // stream carrying the mark that the records no longer hold.
   const StreamName gone = mesh.desired.streams.front().name;
-  std::erase_if(account.streams, [&](const auto& s) { return s.config.name == gone; });
-  std::erase_if(account.consumers, [&](const auto& c) { return c.config.stream == gone; });
+  observers::ObservedJetStream account = AsDesiredWithout(mesh.desired, gone);
   auto changed = std::find_if(account.consumers.begin(), account.consumers.end(),
                               [&](const auto& c) { return c.config.stream != gone; });
   REQUIRE(changed != account.consumers.end());
@@ -234,12 +240,8 @@ TEST_CASE("plan with a users file that proves nothing hashes nothing and says wh
 TEST_CASE("the observation after apply fails: the pass fails, and what was planned remains",
           "[pass][memory]") {
   MemoryMesh mesh;
-  observers::ObservedJetStream account =
-      mesh::testing::ConvergedObservation(mesh.desired, "").jetstream;
   const StreamName gone = mesh.desired.streams.front().name;
-  std::erase_if(account.streams, [&](const auto& s) { return s.config.name == gone; });
-  std::erase_if(account.consumers, [&](const auto& c) { return c.config.stream == gone; });
-  mesh.observer->SetAccount(account);
+  mesh.observer->SetAccount(AsDesiredWithout(mesh.desired, gone));
   mesh.observer->SetAccountError(Status(Errc::kUnavailable, "connection lost"), 2);
   const PassReport report = mesh.Make().RunPass(1, Trigger::kPeriodic, ApplyMode::kApply);
   CHECK(report.status.code() == Errc::kUnavailable);
