@@ -26,4 +26,11 @@ std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOption
   return std::min(options.backoff_initial * (int64_t{1} << doublings), BackoffCap(options));
 }
 
+RepairFollowUp FollowUpOf(const PassReport& repair, const std::set<StreamName>& named) {
+  const std::set<StreamName> repaired(repair.repaired_first.begin(), repair.repaired_first.end());
+  const bool settled =
+      !named.empty() && repaired == named && repair.converged() && repair.plan.undescribed == 0;
+  return settled ? RepairFollowUp::kNone : RepairFollowUp::kFullPass;
+}
+
 }  // namespace mesh::reconciler

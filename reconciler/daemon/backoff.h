@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <set>
 
 #include "model/enum_names.h"
 #include "reconciler/daemon/loop_options.h"
@@ -33,5 +34,13 @@ PassResult PassSucceeded(const PassReport& report);
 std::chrono::milliseconds BackoffBase(int consecutive_failures, const LoopOptions& options);
 // min(backoff_cap, interval): no retry waits longer than the interval.
 std::chrono::milliseconds BackoffCap(const LoopOptions& options);
+
+// After a repair of named streams (Trigger::kRepair): whether the full pass an advisory asks
+// for must still follow. kNone when the repair settled every named stream: it observed and
+// planned them (PassReport::repaired_first), nothing of them remains and no action failed.
+// Anything else (not observed, not this instance's to act on under a lease, contested, waiting
+// for a store's removal, a failed action) is left to the full pass.
+enum class RepairFollowUp { kNone, kFullPass };
+RepairFollowUp FollowUpOf(const PassReport& repair, const std::set<StreamName>& named);
 
 }  // namespace mesh::reconciler

@@ -154,8 +154,7 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
       }
       if (AdvisoryWakes(subject, scope.get())) {
         if (std::optional<std::string> target = RepairTarget(subject, scope.get())) {
-          MutexLock lock(mutex_);
-          named_.insert(StreamName(std::move(*target)));  // bounded: only streams in scope
+          if (NameForRepair(StreamName(std::move(*target)))) return;
         }
         Wake(Trigger::kAdvisory);
       } else {
@@ -191,6 +190,17 @@ void Loop::OnBusEvent(observers::BusEvent event, std::string_view subject) {
       return;
     }
   }
+}
+
+bool Loop::NameForRepair(StreamName stream) {
+  {
+    MutexLock lock(mutex_);
+    named_.insert(std::move(stream));  // bounded: only streams in scope
+    // Held, nothing is repaired: the advisory wakes the observing full pass as any other.
+    if (HeldLocked(Clock::now())) return false;
+  }
+  wake_cv_.notify_all();  // a repair is due (RepairDueLocked); the full pass only if it fails
+  return true;
 }
 
 observers::EventSink Loop::MakeEventSink() {
@@ -609,21 +619,26 @@ Loop::Repair Loop::BeginRepairLocked() {
   return repair;
 }
 
-void Loop::RunRepair(PassRunner& runner, const Repair& repair) {
+RepairFollowUp Loop::RunRepair(PassRunner& runner, const Repair& repair) {
   const uint64_t pass_id = repair.pass_id;
   std::string names;
   for (const StreamName& n : repair.named) names += (names.empty() ? "" : ",") + n.str();
   Log(LogLevel::kInfo, pass_id, "pass scheduled",
       {{"trigger", ToString(Trigger::kRepair)}, {"mode", "apply"}, {"streams", names}});
-  auto [report, threw] =
-      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, repair.named);
+  PassReport report =
+      RunGuarded(runner, metrics_, pass_id, Trigger::kRepair, ApplyMode::kApply, repair.named)
+          .report;  // one that threw has an internal error: not settled
   report.pass_id = pass_id;
   report.trigger = Trigger::kRepair;
   report.mode = ApplyMode::kApply;
   if (metrics_ != nullptr) metrics_->RecordRepair(report);
+  return FollowUpOf(report, repair.named);
 }
 
-void Loop::FinishRepairLocked(uint64_t pass_id) {
+void Loop::FinishRepairLocked(uint64_t pass_id, RepairFollowUp follow_up) {
+  // What the repair did not settle (not observed, not this instance's to act on, contested,
+  // waiting for a store's removal, an action failed) is the full pass's, at the floor.
+  if (follow_up == RepairFollowUp::kFullPass) pending_ |= Bit(Trigger::kAdvisory);
   running_pass_ = false;
   finished_ = pass_id;
   heartbeat_ = Clock::now();
@@ -712,9 +727,9 @@ void Loop::Run(PassRunner& runner) {
     } else if (RepairDueLocked(now)) {
       const Repair repair = BeginRepairLocked();
       lock.Unlock();
-      RunRepair(runner, repair);
+      const RepairFollowUp follow_up = RunRepair(runner, repair);
       lock.Lock();
-      FinishRepairLocked(repair.pass_id);
+      FinishRepairLocked(repair.pass_id, follow_up);
     } else if (LeaseRoundDueLocked(now)) {
       const LeaseRoundWork work = BeginLeaseRoundLocked(now);
       lock.Unlock();

@@ -19,13 +19,17 @@
 // finds it ended (released through another instance, or expired) wakes a pass too.
 //
 // Named repairs. An advisory that a stream the mesh owns was deleted or changed, or that a
-// consumer on it was deleted (RepairTarget), names that stream: while no full pass is due (the
-// advisory floor holds the next one back), a kRepair pass runs at once for the named streams
-// alone, and the full pass follows at the floor as always. A full pass repairs the streams
-// named so far first. Repairs are not held back by the floor: each costs a few requests for the
-// streams the mesh owns, and ephemerals never name one. Not while held. A repair's report is
-// counted and logged but is not the last report (/drift, /readyz and the drift gauges follow
-// the full passes), never serves RequestPass, and never moves the backoff.
+// consumer on it was deleted (RepairTarget), names that stream and wakes no full pass: while no
+// full pass is due, a kRepair pass runs at once for the named streams alone. A full pass at the
+// advisory floor follows only a repair that did not settle its streams (FollowUpOf: not
+// observed, not this instance's to act on, contested, waiting for a store's removal, a failed
+// action); on a mesh whose full pass takes seconds, a deletion's repair would otherwise wait
+// behind the full passes the deletions before it woke. A full pass repairs the streams named so
+// far first. Repairs are not held back by the floor: each costs a few requests for the streams
+// the mesh owns, and ephemerals never name one. Not while held: then the advisory wakes the
+// (observing) full pass. A repair's report is counted and logged but is not the last report
+// (/drift, /readyz and the drift gauges follow the full passes), never serves RequestPass, and
+// never moves the backoff.
 //
 // Forced passes. RequestPass blocks its caller until a pass that STARTED after the request
 // has finished, and returns that pass's report; RequestPassAsync is the same without blocking
@@ -234,8 +238,11 @@ class Loop {
     std::set<StreamName> named;
   };
   Repair BeginRepairLocked() REQUIRES(mutex_);
-  void RunRepair(PassRunner& runner, const Repair& repair) EXCLUDES(mutex_);
-  void FinishRepairLocked(uint64_t pass_id) REQUIRES(mutex_);
+  RepairFollowUp RunRepair(PassRunner& runner, const Repair& repair) EXCLUDES(mutex_);
+  void FinishRepairLocked(uint64_t pass_id, RepairFollowUp follow_up) REQUIRES(mutex_);
+  // An advisory's stream, named for a repair. False when held: the caller then wakes the full
+  // pass (observe only) as for any other advisory.
+  bool NameForRepair(StreamName stream) EXCLUDES(mutex_);
   void NoteUsersFileLocked(const PassReport& report) REQUIRES(mutex_);
   // The bus hold: a write or deletion asked for by Hold or Release, run between passes.
   struct BusHoldChange {

@@ -14,7 +14,6 @@ using observers::jsapi::kStreamUpdated;
 
 constexpr std::string_view kStreamPrefixes[] = {kStreamCreated, kStreamDeleted, kStreamUpdated};
 constexpr std::string_view kConsumerPrefixes[] = {kConsumerCreated, kConsumerDeleted};
-constexpr std::string_view kStreamChanged[] = {kStreamDeleted, kStreamUpdated};
 constexpr std::string_view kStreamDeletedOnly[] = {kStreamDeleted};
 constexpr std::string_view kConsumerDeletedOnly[] = {kConsumerDeleted};
 
@@ -49,8 +48,8 @@ bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope) {
 
 std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope) {
   if (scope == nullptr || !AdvisoryWakes(subject, scope)) return std::nullopt;
-  if (auto stream = After(subject, kStreamChanged)) return std::string(*stream);
-  if (auto rest = After(subject, kConsumerDeletedOnly)) {
+  if (auto stream = After(subject, kStreamPrefixes)) return std::string(*stream);
+  if (auto rest = After(subject, kConsumerPrefixes)) {
     return std::string(rest->substr(0, rest->find('.')));
   }
   return std::nullopt;

@@ -32,11 +32,14 @@ struct AdvisoryScope {
 // and an unexpected durable is only reported, so the next periodic pass finds such a one.
 bool AdvisoryWakes(std::string_view subject, const AdvisoryScope* scope);
 
-// The stream an advisory asks to repair at once, when it wakes (AdvisoryWakes) and says that a
-// stream was deleted or changed, or that a consumer on it was deleted: the loop repairs that
-// stream alone before the next full pass (Trigger::kRepair). Nullopt for creations (a stream
-// or durable someone made is reported by the full pass, never acted on in haste) and before
-// any scope is known.
+// The stream an advisory names, when it wakes (AdvisoryWakes) and says that a stream was
+// created, deleted or changed, or that a consumer on it was created or deleted: the loop
+// repairs that stream alone (Trigger::kRepair), and a full pass follows only when the repair
+// did not settle it (loop.h). A creation is planned as the full pass would plan it: a desired
+// stream or durable someone made is compared, updated where the server allows it and reported
+// where not; an unexpected durable is reported (by the full pass the unsettled repair wakes).
+// Our own repairs' creations name their stream too, and the repair that follows finds it as
+// desired. Nullopt before any scope is known.
 std::optional<std::string> RepairTarget(std::string_view subject, const AdvisoryScope* scope);
 
 // The stream a deletion advisory names: STREAM.DELETED.<stream>, or CONSUMER.DELETED.<stream>.

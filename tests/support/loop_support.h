@@ -56,6 +56,9 @@ class ScriptedRunner : public PassRunner {
     report.mode = call.mode;
     report.records_valid = true;
     report.duration_seconds = 0.001;
+    // As Reconciler::RunPass: an applying pass observes and plans the named streams first.
+    if (call.mode == ApplyMode::kApply)
+      report.repaired_first.assign(call.named.begin(), call.named.end());
     return report;
   }
 

@@ -191,9 +191,16 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   f.WaitConverged();
   for (const auto& stream : kExampleStreams) CHECK(f.StreamExists(stream));
   const double created_before = f.Metric(kStreamsCreated);
-  const double advisory_passes_before =
-      f.daemon_->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
-          .value_or(0);
+  // Woken by the advisory: a repair of the stream alone, and a full pass only if the repair did
+  // not settle it.
+  auto advisory_passes = [&] {
+    return f.daemon_
+               ->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
+               .value_or(0) +
+           f.daemon_->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"repair\"}")
+               .value_or(0);
+  };
+  const double advisory_passes_before = advisory_passes();
 
   const auto start = std::chrono::steady_clock::now();
   f.DeleteStream("SEAT_ledger");
@@ -201,8 +208,7 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
   const auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < seconds(5));  // the interval is 1 h: only the advisory can explain this
   REQUIRE(WaitFor([&] { return f.Metric(kStreamsCreated) == created_before + 1; }));
-  CHECK(f.Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}") >
-        advisory_passes_before);
+  CHECK(advisory_passes() > advisory_passes_before);
   f.WaitConverged();
   CHECK(f.Metric(kStreamsMissing) == 0);
   CHECK(f.Metric("mesh_reconciler_bus_connected") == 1);
@@ -222,23 +228,14 @@ TEST_CASE("A deleted stream is recreated at once, without waiting for the interv
 
 // Issue 11: a deletion that came within the advisory floor of the last advisory-woken pass
 // waited for the floor, then for a whole pass of the account. The stream is now repaired at
-// once, alone (a repair pass); the full pass still waits for the floor.
-TEST_CASE("A stream deleted within the advisory floor is repaired at once, alone",
+// once, alone (a repair pass). Issue 39: a repair that settles its stream wakes no full pass,
+// which the loop's tests show; here the repairs on a real server.
+TEST_CASE("A deleted stream is repaired at once, alone, whatever the advisory floor",
           "[daemon][integration][server]") {
   DaemonFixture f(ExampleRecordsJson(), {"--advisory-floor", "1m"});
   f.WaitConverged();
-  // This deletion wakes an advisory pass at once (the first convergence's advisories were
-  // served by the forced passes); the 1 min floor runs from its start.
-  auto advisory_passes = [&] {
-    return f.daemon_
-        ->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
-        .value_or(0);
-  };
-  const double before = advisory_passes();
   f.DeleteStream("SEAT_ledger");
   REQUIRE(WaitFor([&] { return f.StreamExists("SEAT_ledger"); }, kRepairDeadline));
-  // Once that advisory-woken pass has finished (a deletion during it is repaired by it).
-  REQUIRE(WaitFor([&] { return advisory_passes() > before; }, kRepairDeadline));
   const auto start = std::chrono::steady_clock::now();
   f.DeleteStream("DECL");
   REQUIRE(WaitFor([&] { return f.StreamExists("DECL"); }, kRepairDeadline));
@@ -1263,15 +1260,20 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
     return reply.payload;
   };
   call("STREAM.CREATE.ORDERS", R"({"name":"ORDERS","subjects":["orders.>"]})");
-  // Passes woken by advisories, whatever their result: on 2.9 a consumer created on a stream
+  // Passes woken by advisories (repairs of the named streams and the full passes that follow
+  // those that did not settle), whatever their result: on 2.9 a consumer created on a stream
   // recreated a moment ago can be refused (10012, issue 11 item 3), failing that pass.
   auto advisory_passes = [&] {
-    return f.daemon_
-               ->Metric("mesh_reconciler_passes_total{result=\"success\",trigger=\"advisory\"}")
-               .value_or(0) +
-           f.daemon_
-               ->Metric("mesh_reconciler_passes_total{result=\"failure\",trigger=\"advisory\"}")
-               .value_or(0);
+    double passes = 0;
+    for (const char* trigger : {"advisory", "repair"}) {
+      for (const char* result : {"success", "failure"}) {
+        passes += f.daemon_
+                      ->Metric(std::string("mesh_reconciler_passes_total{result=\"") + result +
+                               "\",trigger=\"" + trigger + "\"}")
+                      .value_or(0);
+      }
+    }
+    return passes;
   };
   // The ORDERS creation may wake one pass (no scope yet names it foreign); let it finish.
   f.WaitConverged();
@@ -1298,7 +1300,9 @@ TEST_CASE("Ephemeral consumers churning on EVENTS and a foreign stream wake no p
   const double woken = advisory_passes() - before;
   INFO(f.daemon_->log());
   CHECK(woken >= 1);  // the deletion
-  CHECK(woken <= 3);  // the deletion, its consumer's re-creation advisories; never 400
+  // The deletion's (its consumer's, its own), its re-creation's (the stream's, the
+  // consumer's), and a full pass should one of those repairs not settle; never 400.
+  CHECK(woken <= 5);
   f.Stop();
 }
 
