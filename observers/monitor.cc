@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "model/json_read.h"
 #include "observers/http_client.h"
@@ -80,6 +82,26 @@ Status HealthzOk(const std::string& url, std::chrono::milliseconds timeout) {
   return Status(Errc::kUnavailable, !error.empty()    ? error
                                     : !status.empty() ? status
                                                       : "HTTP " + std::to_string(healthz->status));
+}
+
+// How long the meta query is read again while it says not ready, where the answer fails for the
+// moment an entry is applied (server_version.h, MetaHealthzFailsWhileApplying), and how often.
+// One ok answer in the window is ready: a member that is really not ready (no meta leader, no
+// word from it for two heartbeats, still recovering) says so for the whole window.
+constexpr std::chrono::milliseconds kMetaSettleWindow{1000};
+constexpr std::chrono::milliseconds kMetaSettlePoll{10};
+
+// The clustered server's meta layer: ready, or the reason of its last answer.
+Status MetaLayerReady(const std::string& url, const std::optional<ServerVersion>& version,
+                      std::chrono::milliseconds timeout) {
+  Status ready = HealthzOk(url, timeout);
+  if (ready.ok() || !MetaHealthzFailsWhileApplying(version)) return ready;
+  const auto deadline = std::chrono::steady_clock::now() + std::min(kMetaSettleWindow, timeout);
+  while (!ready.ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kMetaSettlePoll);
+    ready = HealthzOk(url, timeout);
+  }
+  return ready;
 }
 
 // The full /healthz with details=true: every stream and consumer it reports (2.10 on: the
@@ -177,8 +199,8 @@ ObservedServer ObserveServer(const std::string& monitor_url, std::chrono::millis
   // query then checks the meta leader and that this server is current with it.
   Status ready = HealthzOk(base + "/healthz?js-enabled-only=true", timeout);
   if (ready.ok() && clustered) {
-    ready = HealthzOk(base + "/healthz?" + HealthzMetaQuery(ParseServerVersion(server.version)),
-                      timeout);
+    const std::optional<ServerVersion> version = ParseServerVersion(server.version);
+    ready = MetaLayerReady(base + "/healthz?" + HealthzMetaQuery(version), version, timeout);
   }
   server.ready = ready.ok();
   if (!ready.ok()) server.not_ready_reason = ready.message();

@@ -125,6 +125,10 @@ const char* HealthzMetaQuery(const std::optional<ServerVersion>& version) {
   return "js-server-only=true";
 }
 
+bool MetaHealthzFailsWhileApplying(const std::optional<ServerVersion>& version) {
+  return !version || *version < ServerVersion{2, 9, 16};
+}
+
 bool HealthzShowsStoresOnDisk(const std::optional<ServerVersion>& version, Topology topology) {
   return topology == Topology::kStandalone && version && *version >= ServerVersion{2, 10, 0};
 }

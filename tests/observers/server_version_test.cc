@@ -61,6 +61,16 @@ TEST_CASE("a connection's API requests are handled in place up to 2.11.9, by a p
   CHECK(HandlesApiRequestsInPlace(std::nullopt));  // unknown: lanes work on every version
 }
 
+TEST_CASE("the meta query of /healthz fails while an entry is applied up to 2.9.15",
+          "[observers]") {
+  CHECK(MetaHealthzFailsWhileApplying(ServerVersion{2, 9, 10}));
+  CHECK(MetaHealthzFailsWhileApplying(ServerVersion{2, 9, 15}));
+  CHECK_FALSE(MetaHealthzFailsWhileApplying(ServerVersion{2, 9, 16}));
+  CHECK_FALSE(MetaHealthzFailsWhileApplying(ServerVersion{2, 10, 27}));
+  CHECK_FALSE(MetaHealthzFailsWhileApplying(ServerVersion{2, 15, 1}));
+  CHECK(MetaHealthzFailsWhileApplying(std::nullopt));  // unknown: as 2.9.10
+}
+
 TEST_CASE("stores on disk in /healthz from 2.10, before it a deletion's answer marks the removal",
           "[observers]") {
   for (Topology topology : {Topology::kStandalone, Topology::kClustered}) {
