@@ -280,7 +280,7 @@ void Storm(Bench& bench, const std::string& label) {
       Fixed(storm_s, "s"), "10 s");
   Row(label + "storm: passes woken by advisories",
       std::to_string(static_cast<int>(advisory_passes)), "<= 10");
-  Row(label + "storm: repair passes (the named streams alone, inside the floor)",
+  Row(label + "storm: repair passes (the named streams alone)",
       std::to_string(static_cast<int>(repair_passes)), "");
   Row(label + "storm: API requests the daemon sent (forced passes incl.)",
       std::to_string(daemon_requests), "");
