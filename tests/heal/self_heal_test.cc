@@ -27,6 +27,7 @@
 #include "tests/support/daemon_support.h"
 #include "tests/support/flood.h"
 #include "tests/support/pass_fixtures.h"
+#include "tests/support/temp_dir.h"
 
 namespace mesh::reconciler::test {
 namespace {
@@ -315,9 +316,9 @@ TEST_CASE("A pass cut off after apply logs every outcome, and /drift keeps it as
 }
 
 // A users file that cannot be written: its folder is a regular file, so every write fails
-// (ENOTDIR), as root too. The folder's path, to make it a folder again.
-std::string BlockedUsersFileFolder() {
-  const std::string blocked_dir = mesh::testing::MakeTempDir("mesh-heal") + "/blocked";
+// (ENOTDIR), as root too. The folder's path inside `parent`, to make it a folder again.
+std::string BlockedUsersFileFolder(const mesh::testing::TempDir& parent) {
+  const std::string blocked_dir = parent.path + "/blocked";
   mesh::testing::WriteFile(blocked_dir, "not a folder\n");
   return blocked_dir;
 }
@@ -339,7 +340,8 @@ bool WaitUsersFileNotWritten(const HealFixture& f, std::string& last) {
 TEST_CASE(
     "A pass while passwords are still being hashed keeps /readyz unready after a failed write",
     "[faults][integration][daemon][server]") {
-  const std::string blocked_dir = BlockedUsersFileFolder();
+  const mesh::testing::TempDir parent("mesh-heal");
+  const std::string blocked_dir = BlockedUsersFileFolder(parent);
   // Cost 15: each password takes seconds, so the passes below run while hashing is
   // still under way.
   HealFixture f({"--bcrypt-cost", "15"}, ExampleRecordsJson(), blocked_dir + "/users.conf");
@@ -360,7 +362,8 @@ TEST_CASE(
 
 TEST_CASE("While the users file cannot be written /readyz is unready, and ready once it is",
           "[faults][integration][daemon][server]") {
-  const std::string blocked_dir = BlockedUsersFileFolder();
+  const mesh::testing::TempDir parent("mesh-heal");
+  const std::string blocked_dir = BlockedUsersFileFolder(parent);
   HealFixture f({}, ExampleRecordsJson(), blocked_dir + "/users.conf");
   std::string last;
   const bool unready = WaitUsersFileNotWritten(f, last);
@@ -390,7 +393,6 @@ TEST_CASE("While the users file cannot be written /readyz is unready, and ready 
       seconds(60));
   INFO(last);
   CHECK(ready);
-  std::filesystem::remove_all(std::filesystem::path(blocked_dir).parent_path());
   CHECK(f.daemon->Terminate(seconds(10)) == 0);
 }
 
