@@ -110,6 +110,9 @@ TEST_CASE("A server dies with a test process that aborts without cleaning up",
     auto server = NatsServer::Start({});
     const pid_t pid = server->pid();
     if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(3);
+    // Its folder, for this test to remove: no destructor will.
+    const std::string dir = server->dir();
+    if (write(fds[1], dir.data(), dir.size()) != static_cast<ssize_t>(dir.size())) _exit(3);
     // SIGKILL, not abort(): Catch2's inherited SIGABRT handler would run (and, under TSan, be
     // reported and turn the death into an exit).
     kill(getpid(), SIGKILL);
@@ -118,6 +121,9 @@ TEST_CASE("A server dies with a test process that aborts without cleaning up",
   close(fds[1]);
   pid_t server_pid = 0;
   const bool told = read(fds[0], &server_pid, sizeof server_pid) == sizeof server_pid;
+  std::string server_dir;
+  char chunk[256];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof chunk)) > 0;) server_dir.append(chunk, n);
   close(fds[0]);
   int status = 0;
   REQUIRE(waitpid(test_process, &status, 0) == test_process);
@@ -130,6 +136,7 @@ TEST_CASE("A server dies with a test process that aborts without cleaning up",
     kill(server_pid, SIGKILL);
     waitpid(server_pid, nullptr, 0);
   }
+  if (!server_dir.empty()) std::filesystem::remove_all(server_dir);
 }
 
 TEST_CASE("NatsServer with a bad users.conf fails to start with the log tail",
