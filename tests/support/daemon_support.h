@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/result.h"
@@ -34,8 +36,9 @@ namespace mesh::reconciler::test {
 
 inline constexpr auto kDaemonHttpTimeout = std::chrono::seconds(10);
 
-// Runs `binary args...` with `env` added to this process's environment; stdout and stderr go
-// to `log_path`. Returns the child's PID.
+// Runs `binary args...` with `env` added to this process's environment (an entry replaces an
+// inherited variable of the same name); stdout and stderr go to `log_path`. Returns the
+// child's PID.
 inline pid_t SpawnWithLog(const std::string& binary, const std::vector<std::string>& args,
                           const std::vector<std::string>& env, const std::string& log_path) {
   std::vector<std::string> argv_storage = {binary};
@@ -44,7 +47,16 @@ inline pid_t SpawnWithLog(const std::string& binary, const std::vector<std::stri
   for (auto& arg : argv_storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_storage;
-  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  auto replaced = [&env](std::string_view inherited) {
+    const size_t equals = inherited.find('=');
+    if (equals == std::string_view::npos) return false;
+    const std::string_view name = inherited.substr(0, equals + 1);  // "NAME="
+    return std::any_of(env.begin(), env.end(),
+                       [&](const std::string& entry) { return entry.rfind(name, 0) == 0; });
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!replaced(*e)) env_storage.emplace_back(*e);
+  }
   env_storage.insert(env_storage.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (auto& entry : env_storage) envp.push_back(entry.data());
