@@ -124,6 +124,8 @@ struct Reconciler::Impl {
   // nothing when it could not look (the full pass, or the one after a kRepair, does it then).
   void RepairNamed(PassReport& report, const std::set<StreamName>& named);
   Result<observers::ObservedState> ObserveNamed(const std::set<StreamName>& named);
+  // The named streams alone, and their consumers (ObserveNamed without the server).
+  Result<observers::ObservedJetStream> ObserveNamedStreams(const std::set<StreamName>& named);
   // When the bus cannot be observed (server down or not ready, our password refused): the
   // users file is a local file we own, so it is still planned and repaired on its own, since a
   // broken one may be exactly why the server is down or refuses us.
@@ -739,12 +741,17 @@ Result<observers::ObservedState> Reconciler::Impl::ObserveNamed(const std::set<S
   observers::ObservedState observed;
   observed.server = io.observer->Server(settings.monitor_url, settings.bus.request_timeout);
   if (Status ready = ServerReady(observed.server); !ready.ok()) return ready;
-  observers::ObserveScope scope{model::OwnershipMark(renderer.desired().mesh)};
-  scope.desired = &renderer.desired();
-  Result<observers::ObservedJetStream> jetstream = io.observer->Streams(bus.get(), named, scope);
+  Result<observers::ObservedJetStream> jetstream = ObserveNamedStreams(named);
   if (!jetstream.ok()) return jetstream.status();
   observed.jetstream = std::move(*jetstream);
   return observed;
+}
+
+Result<observers::ObservedJetStream> Reconciler::Impl::ObserveNamedStreams(
+    const std::set<StreamName>& named) {
+  observers::ObserveScope scope{model::OwnershipMark(renderer.desired().mesh)};
+  scope.desired = &renderer.desired();
+  return io.observer->Streams(bus.get(), named, scope);
 }
 
 void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName>& named) {
@@ -764,9 +771,15 @@ void Reconciler::Impl::RepairNamed(PassReport& report, const std::set<StreamName
     return;
   }
   PlanResult plan = PlanStreams(renderer.desired(), *observed, named, options);
-  if (recreation.WaitForRemovedStores(pass_id, *observed, plan, BusClientId())) {
-    observed = ObserveNamed(named);
-    if (!observed.ok()) return;
+  if (std::optional<RemovalWaited> waited =
+          recreation.WaitForRemovedStores(pass_id, *observed, plan, BusClientId())) {
+    // The server was read just before the wait, and the wait read what it needed: the streams
+    // alone are read again (the whole server took some 14 ms on a 2.10 bus of 6,000 streams),
+    // with the unhealthy objects as the wait read them last.
+    Result<observers::ObservedJetStream> streams = ObserveNamedStreams(named);
+    if (!streams.ok()) return;
+    observed->jetstream = std::move(*streams);
+    if (waited->unhealthy) observed->server.unhealthy = std::move(*waited->unhealthy);
     plan = PlanStreams(renderer.desired(), *observed, named, options);
   }
   report.repaired_first.assign(named.begin(), named.end());

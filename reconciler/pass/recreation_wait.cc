@@ -92,18 +92,18 @@ std::optional<std::string> RecreationWait::StoreFolderToWatch(
   return folder;
 }
 
-bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
-                                          const observers::ObservedState& observed,
-                                          const PlanResult& plan,
-                                          std::optional<uint64_t> bus_client_id) {
+std::optional<RemovalWaited> RecreationWait::WaitForRemovedStores(
+    uint64_t pass_id, const observers::ObservedState& observed, const PlanResult& plan,
+    std::optional<uint64_t> bus_client_id) {
   std::vector<std::string> recreated;
   for (const Action& a : plan.actions) {
     if (a.kind == ActionKind::kCreateStream && a.stream && seen_streams_.count(a.stream->name)) {
       recreated.push_back(a.stream->name.str());
     }
   }
-  if (recreated.empty()) return false;
+  if (recreated.empty()) return std::nullopt;
   const Clock::time_point begin = Clock::now();
+  RemovalWaited waited;
   const std::string names = Joined(recreated);
   // Said before: the wait may take seconds, and the pass is in it meanwhile.
   Log(LogLevel::kInfo, pass_id, "waiting for deleted streams' stores to be removed",
@@ -162,11 +162,16 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
                std::find(recreated.begin(), recreated.end(), h.stream) != recreated.end();
       });
     };
-    while (named(observers::ObserveUnhealthyObjects(settings_.monitor_url,
-                                                    settings_.bus.request_timeout)) &&
-           Clock::now() - begin < kRemovalWait) {
+    auto read = [&] {
+      return observers::ObserveUnhealthyObjects(settings_.monitor_url,
+                                                settings_.bus.request_timeout);
+    };
+    std::vector<observers::ObjectHealth> unhealthy = read();
+    while (named(unhealthy) && Clock::now() - begin < kRemovalWait) {
       std::this_thread::sleep_for(kRemovalPoll);
+      unhealthy = read();
     }
+    waited.unhealthy = std::move(unhealthy);
   } else if (answers_ == observers::DeletionAnswers::kForwarded &&
              observers::DeletionAnswerMarksStoreRemoved(
                  observers::ParseServerVersion(server.version), topology)) {
@@ -232,7 +237,7 @@ bool RecreationWait::WaitForRemovedStores(uint64_t pass_id,
        {"how", how},
        {"waited_ms",
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - begin).count()}});
-  return true;
+  return waited;
 }
 
 }  // namespace mesh::reconciler

@@ -111,6 +111,13 @@ class DeletionClock {
   Bursts bursts_ GUARDED_BY(mutex_);
 };
 
+// What WaitForRemovedStores found when it had waited. On a server that shows stores on disk
+// the wait read its unhealthy objects last (newer than the observation's): the caller plans
+// again with them instead of reading the whole server again.
+struct RemovalWaited {
+  std::optional<std::vector<observers::ObjectHealth>> unhealthy;  // nullopt: not read
+};
+
 // The pass's side of a recreation: what the last observation saw, and the wait itself.
 class RecreationWait {
  public:
@@ -129,10 +136,10 @@ class RecreationWait {
   // being deleted yet: the server drops a stream from its lists first).
   void RememberStreams(const observers::ObservedState& observed, Clock::time_point began);
   // Before recreating a stream that the previous observation saw (deleted since), waits until
-  // the server has removed the old store (docs/faults.md, "Recreation"). True when it waited:
-  // the caller observes and plans again. `bus_client_id`: the connection's id on the server
-  // (for --store-dir's account), nullopt when not connected.
-  bool WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
+  // the server has removed the old store (docs/faults.md, "Recreation"). Set when it waited:
+  // the caller observes the streams and plans again. `bus_client_id`: the connection's id on the
+  // server (for --store-dir's account), nullopt when not connected.
+  std::optional<RemovalWaited> WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
                             const PlanResult& plan, std::optional<uint64_t> bus_client_id);
 
  private:
