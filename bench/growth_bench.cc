@@ -10,10 +10,17 @@
 //     duration), each followed by the server's observation floor, the bare list loop
 //     (BareListLoop, 16 in flight) on a connection of its own; best and median of each; the
 //     daemon's RSS converged and its peak (VmHWM) over its life;
+//   - with the users file (issue 39 item 3), last, once the daemon is gone: `render-users` of
+//     every user's entry into the server's users file at bcrypt cost 4 (a whole process, bound
+//     by bcrypt), the server reloaded with it, then `plan --users-file` on the converged bus
+//     (best of three): every hash proven by its digest, so one bcrypt (the digest key at the
+//     file's cost) and a scan, against `plan` without the file;
 //   - per 1,000 objects (streams + consumers), each of the above, and the growth from the
 //     smallest size measured.
 // Goals at 10x (issue 39): converged pass within 1.3x of the list floor and under 1 s; plan
-// under 1.2 s; first convergence within 1.3x of the creation floor; peak RSS at most 64 MiB.
+// under 1.2 s; first convergence within 1.3x of the creation floor; peak RSS at most 64 MiB;
+// plan with the users file within 1.5x of plan without it plus one bcrypt (at cost 4 that
+// bcrypt is about a millisecond: the check here leaves it out).
 //
 // Usage: growth_bench [small|large|3x|10x ...]   (default: all four, smallest first)
 // MESH_GROWTH_REPEAT: forced passes and list loops per size (default 5). MESH_NATS_SERVER: the
@@ -21,6 +28,7 @@
 // keeps its converged bus and daemon up, says where on stderr, and goes on when told (for a
 // profiler). A plain main() printing a table.
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +49,7 @@
 #include "bench/support/mesh_gen.h"
 #include "model/desired.h"
 #include "observers/bus.h"
+#include "observers/monitor.h"
 #include "observers/server_version.h"
 #include "tests/support/daemon_support.h"
 #include "tests/support/nats_server.h"
@@ -133,6 +142,9 @@ struct Figures {
   double create_floor_s = 0;
   Measured converge;
   Measured plan;  // the best of three
+  Measured render_users;  // every user's entry, bcrypt cost 4
+  size_t users = 0;       // entries in the users file (the principals with a credential)
+  Measured plan_users;    // `plan --users-file`, the best of three
   std::vector<double> pass_s, list_s;
   std::vector<double> list_lanes_s;  // over the lanes too; empty when the server spreads itself
   double daemon_converged_mib = 0, daemon_peak_mib = 0;
@@ -153,6 +165,41 @@ std::string Ratio(double value, const char* goal, bool met) {
 
 void Row(const std::string& what, const std::string& value, const std::string& notes) {
   std::printf("| %s | %s | %s |\n", what.c_str(), value.c_str(), notes.c_str());
+}
+
+// Issue 39 item 3: the users file rendered into the server's (which reloads it), then `plan`
+// with it on the converged bus. `cli` runs a measured CLI process with the common flags.
+template <typename Cli>
+void MeasureUsersFile(Figures& f, mesh::testing::NatsServer& server, Cli& cli,
+                      const std::string& records) {
+  // render-users takes no bus flags: not through `cli`.
+  f.render_users = RunMeasured({"render-users", records, "--out", server.users_file(), "--user",
+                                kBenchUser, "--bcrypt-cost", "4"});
+  if (f.render_users.exit_code != 0) Die(f.name + ": render-users: " + f.render_users.output);
+  const std::string file = mesh::testing::ReadFile(server.users_file());
+  for (size_t at = file.find("user: "); at != std::string::npos; at = file.find("user: ", at + 1)) {
+    ++f.users;
+  }
+  // Reloaded with it: `plan` would otherwise report the file as not loaded yet.
+  const auto timeout = std::chrono::seconds(5);
+  const int64_t loaded_before =
+      mesh::observers::ObserveServer(server.monitor_url(), timeout).config_load_time_unix_ns;
+  if (kill(server.pid(), SIGHUP) != 0) Die(f.name + ": SIGHUP to the server failed");
+  if (!WaitFor(
+          [&] {
+            return mesh::observers::ObserveServer(server.monitor_url(), timeout)
+                       .config_load_time_unix_ns > loaded_before;
+          },
+          std::chrono::minutes(2))) {
+    Die(f.name + ": the server did not reload the rendered users file");
+  }
+  for (int i = 0; i < 3; ++i) {
+    Measured measured = cli({"plan", "--users-file", server.users_file(), "--bcrypt-cost", "4"});
+    if (measured.exit_code != 0) {
+      Die(f.name + ": plan with the users file on the converged bus: " + measured.output);
+    }
+    if (i == 0 || measured.seconds < f.plan_users.seconds) f.plan_users = measured;
+  }
 }
 
 // Every figure of one size, against a server of its own.
@@ -271,6 +318,7 @@ Figures Measure(const std::string& name, const MeshSize& size, int repeat) {
   }
   daemon->Terminate(std::chrono::seconds(30));
   list_bus.reset();
+  MeasureUsersFile(f, *server, cli, records);
   server.reset();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
@@ -307,6 +355,13 @@ void PrintRows(const Figures& f) {
           (goals ? Ratio(conv / floor, "<= 1.3 of the creation floor", conv / floor <= 1.3)
                  : Fixed(conv / floor, "x the creation floor", 2)));
   Row(at + "floor: bare pipelined creation", Fixed(floor, "s"), "");
+  Row(at + "render-users, " + std::to_string(f.users) + " users at bcrypt cost 4, whole process",
+      Fixed(f.render_users.seconds, "s"), "peak RSS " + Fixed(f.render_users.peak_mib, "MiB", 1));
+  const double with_file = f.plan_users.seconds / f.plan.seconds;
+  Row(at + "plan --users-file, whole process (best of 3)", Fixed(f.plan_users.seconds, "s"),
+      "peak RSS " + Fixed(f.plan_users.peak_mib, "MiB", 1) + "; " +
+          (goals ? Ratio(with_file, "<= 1.5 of plan without it", with_file <= 1.5)
+                 : Fixed(with_file, "x plan without it", 2)));
   const double peak = std::max({f.daemon_peak_mib, f.converge.peak_mib, f.plan.peak_mib});
   Row(at + "daemon RSS converged / peak", Fixed(f.daemon_converged_mib, "MiB", 1),
       "peak " + Fixed(f.daemon_peak_mib, "MiB", 1) +
