@@ -141,7 +141,7 @@ struct Figures {
   size_t consumers = 0;
   double create_floor_s = 0;
   Measured converge;
-  Measured plan;  // the best of three
+  Measured plan;          // the best of three
   Measured render_users;  // every user's entry, bcrypt cost 4
   size_t users = 0;       // entries in the users file (the principals with a credential)
   Measured plan_users;    // `plan --users-file`, the best of three

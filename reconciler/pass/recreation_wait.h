@@ -139,8 +139,10 @@ class RecreationWait {
   // the server has removed the old store (docs/faults.md, "Recreation"). Set when it waited:
   // the caller observes the streams and plans again. `bus_client_id`: the connection's id on the
   // server (for --store-dir's account), nullopt when not connected.
-  std::optional<RemovalWaited> WaitForRemovedStores(uint64_t pass_id, const observers::ObservedState& observed,
-                            const PlanResult& plan, std::optional<uint64_t> bus_client_id);
+  std::optional<RemovalWaited> WaitForRemovedStores(uint64_t pass_id,
+                                                    const observers::ObservedState& observed,
+                                                    const PlanResult& plan,
+                                                    std::optional<uint64_t> bus_client_id);
 
  private:
   // With --store-dir, on a standalone server: the folder of the account's streams there, once
