@@ -19,6 +19,7 @@
 #include "observers/jetstream.h"
 #include "observers/monitor.h"
 #include "observers/observer.h"
+#include "observers/server_version.h"
 #include "observers/users_file.h"
 #include "reconciler/apply/encode.h"
 #include "reconciler/pass/pass_io.h"
@@ -640,6 +641,54 @@ TEST_CASE("named streams are repaired first, alone, with a few requests",
     CHECK(report.outcomes.empty());
     CHECK(Find(report.remaining, "DECL"));
   }
+}
+
+// The server sends a deleted stream's advisory before it removes the stream's store (server/
+// stream.go stop(): the advisory, then store.Delete), so the repair the advisory wakes can find
+// the stream gone from the lists while /healthz still names its store. The plan reports such a
+// stream unrecoverable and leaves it; before, the pass stopped there, nothing woke another once
+// the store was gone, and the stream stayed missing until the interval (seen on 2.15.1 and
+// 2.10.27 with DECL holding 3,000 durables). Here the store being removed is a folder under the
+// stream's name that the test removes a moment after the pass began, as the server would: the
+// pass must wait for it, as for any recreation, and then create the stream.
+TEST_CASE("a stream whose old store is still on disk is created once the server removed it",
+          "[pass][integration][server]") {
+  Fresh f;
+  f.Converge();  // the observation that lists DECL
+  Operator op(f.mesh.PassSettings().bus);
+  op.Call("STREAM.DELETE.DECL");
+  const bool names_stores = observers::HealthzShowsStoresOnDisk(
+      observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
+      observers::Topology::kStandalone);
+  // 2.9 names no store in /healthz (the plan never sees one): there the stream is simply created.
+  const std::string folder = f.mesh.server->store_dir() + "/jetstream/MESH/streams/DECL";
+  std::thread remover;
+  if (names_stores) {
+    std::filesystem::create_directories(folder + "/msgs");
+    REQUIRE(WaitFor([&] {
+      for (const observers::ObjectHealth& h : observers::ObserveUnhealthyObjects(
+               f.mesh.server->monitor_url(), std::chrono::seconds(5))) {
+        if (h.stream == "DECL") return true;
+      }
+      return false;
+    }));
+    remover = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the removal's length
+      std::filesystem::remove_all(folder);
+    });
+  }
+  PassReport report = f.reconciler.RunPass(f.next_pass++, Trigger::kRepair, ApplyMode::kApply,
+                                           {StreamName("DECL")});
+  if (remover.joinable()) remover.join();
+  INFO(Describe(report));
+  REQUIRE(report.status.ok());
+  const DriftEntry* entry = Find(report.plan.drift, "DECL");
+  REQUIRE(entry);
+  CHECK(entry->state == DriftState::kMissing);
+  CHECK(report.remaining.empty());
+  bool created = false;
+  for (const auto& s : op.Observe().streams) created = created || s.config.name.str() == "DECL";
+  CHECK(created);
 }
 
 // The limit nats-server 2.15 puts on every stream by default (1,000 consumers) is the same as a
