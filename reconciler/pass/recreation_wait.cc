@@ -101,17 +101,21 @@ std::optional<RemovalWaited> RecreationWait::WaitForRemovedStores(
       recreated.push_back(a.stream->name.str());
     }
   }
-  // A stream the last observation listed, gone from the lists while the server still names its
-  // store: being removed. The server sends a deletion's advisory before it removes the store
-  // (server/stream.go stop() at v2.9.10, v2.10.27 and v2.14.5: the advisory, then store.Delete),
-  // so the pass the advisory wakes can find it there, and the plan reports it unrecoverable and
-  // leaves it. Nothing wakes another pass once the store is gone: waited for here like any
-  // recreation, the pass creates it when it is (or reports it, still there at the deadline).
+  // A stream the last observation listed, named by a deletion advisory since, and gone from the
+  // lists while the server still names its store: being removed. The server sends a deletion's
+  // advisory before it removes the store (server/stream.go stop() at v2.9.10, v2.10.27 and
+  // v2.14.5: the advisory, then store.Delete), so the pass the advisory wakes can find it there,
+  // and the plan reports it unrecoverable and leaves it. Nothing wakes another pass once the
+  // store is gone: waited for here like any recreation, the pass creates it when it is (or
+  // reports it, still there at the deadline). A store left damaged (no deletion) is not waited
+  // for.
   for (const DriftEntry& e : plan.drift) {
-    if (e.kind == ObjectKind::kStream && e.state == DriftState::kUnrecoverable &&
-        seen_streams_.count(StreamName(e.name))) {
-      recreated.push_back(e.name);
+    if (e.kind != ObjectKind::kStream || e.state != DriftState::kUnrecoverable ||
+        !seen_streams_.count(StreamName(e.name))) {
+      continue;
     }
+    const std::optional<DeletionClock::Burst> burst = deletions_->Last(e.name);
+    if (burst && burst->last >= seen_at_) recreated.push_back(e.name);
   }
   if (recreated.empty()) return std::nullopt;
   const Clock::time_point begin = Clock::now();

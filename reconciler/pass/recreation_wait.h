@@ -137,7 +137,8 @@ class RecreationWait {
   void RememberStreams(const observers::ObservedState& observed, Clock::time_point began);
   // Before recreating a stream that the previous observation saw (deleted since), waits until
   // the server has removed the old store (docs/faults.md, "Recreation"); also for such a stream
-  // that the plan left unrecoverable because the server still names its store (being removed).
+  // that the plan left unrecoverable because the server still names its store, when a deletion
+  // advisory named it since (being removed).
   // Set when it waited:
   // the caller observes the streams and plans again. `bus_client_id`: the connection's id on the
   // server (for --store-dir's account), nullopt when not connected.

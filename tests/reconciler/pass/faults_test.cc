@@ -25,6 +25,7 @@
 #include "reconciler/apply/apply.h"
 #include "reconciler/pass/pass.h"
 #include "reconciler/pass/records_source.h"
+#include "reconciler/pass/recreation_wait.h"
 #include "tests/support/memory_observer.h"
 #include "tests/support/pass_fixtures.h"
 #include "tests/support/temp_dir.h"
@@ -624,6 +625,34 @@ TEST_CASE_METHOD(
     CHECK(decl_created);
     CHECK(report.converged());
   }
+}
+
+// A damaged store is not a deletion under way: the recreation wait takes a stream the plan left
+// unrecoverable only when a deletion advisory named it since the observation that listed it (a
+// store the server is removing). Here the pass takes the bus's advisories, as the daemon's does,
+// and DECL, listed by the last pass, comes back damaged after a restart: it is reported at once,
+// without the wait (kRemovalWait), which a store being removed gets ("a stream whose old store
+// is still on disk is created once the server removed it", pass_test.cc).
+TEST_CASE("A store damaged without a deletion is reported at once, not waited for",
+          "[faults][integration][server]") {
+  LiveMesh mesh{test::ExampleRecordsJson()};
+  Reconciler reconciler{mesh.PassSettings(), [](observers::BusEvent, const std::string&) {}};
+  REQUIRE(reconciler.RunPass(1, Trigger::kStart, ApplyMode::kApply).converged());
+  mesh.server->Stop();
+  DamageStreamStore(*mesh.server, "DECL");
+  mesh.server->Restart();
+  PassReport report = reconciler.RunPass(2, Trigger::kAdvisory, ApplyMode::kApply);
+  INFO(FormatReportTable(report));
+  REQUIRE(report.status.ok());
+  const DriftEntry* decl = nullptr;
+  for (const DriftEntry& e : report.plan.drift) decl = e.name == "DECL" ? &e : decl;
+  REQUIRE(decl != nullptr);
+  const bool names_stores = observers::HealthzShowsStoresOnDisk(
+      observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
+      observers::Topology::kStandalone);
+  // 2.9 names no store: DECL looks missing and is created (the test above).
+  CHECK(decl->state == (names_stores ? DriftState::kUnrecoverable : DriftState::kMissing));
+  CHECK(report.duration_seconds < std::chrono::duration<double>(kRemovalWait).count());
 }
 
 TEST_CASE("A full disk: the write fails and is reported, the old users file stays whole",

@@ -653,21 +653,33 @@ TEST_CASE("named streams are repaired first, alone, with a few requests",
 // pass must wait for it, as for any recreation, and then create the stream.
 TEST_CASE("a stream whose old store is still on disk is created once the server removed it",
           "[pass][integration][server]") {
-  Fresh f;
-  f.Converge();  // the observation that lists DECL
-  Operator op(f.mesh.PassSettings().bus);
+  LiveMesh mesh{test::ExampleRecordsJson()};
+  // With an event sink, as the daemon runs it: the pass then takes the bus's advisories, and the
+  // stream's deletion advisory is what tells a store being removed from one left damaged.
+  std::atomic<bool> deletion_seen{false};
+  Reconciler reconciler{mesh.PassSettings(),
+                        [&](observers::BusEvent event, const std::string& subject) {
+                          if (event == observers::BusEvent::kAdvisory &&
+                              subject == "$JS.EVENT.ADVISORY.STREAM.DELETED.DECL") {
+                            deletion_seen = true;
+                          }
+                        }};
+  PassReport converged = reconciler.RunPass(1, Trigger::kForced, ApplyMode::kApply);
+  REQUIRE(converged.converged());  // the observation that lists DECL
+  Operator op(mesh.PassSettings().bus);
   op.Call("STREAM.DELETE.DECL");
+  REQUIRE(WaitFor([&] { return deletion_seen.load(); }));  // noted before it reaches the sink
   const bool names_stores = observers::HealthzShowsStoresOnDisk(
       observers::ParseServerVersion(mesh::testing::ServerBinaryVersion()),
       observers::Topology::kStandalone);
   // 2.9 names no store in /healthz (the plan never sees one): there the stream is simply created.
-  const std::string folder = f.mesh.server->store_dir() + "/jetstream/MESH/streams/DECL";
+  const std::string folder = mesh.server->store_dir() + "/jetstream/MESH/streams/DECL";
   std::thread remover;
   if (names_stores) {
     std::filesystem::create_directories(folder + "/msgs");
     REQUIRE(WaitFor([&] {
       for (const observers::ObjectHealth& h : observers::ObserveUnhealthyObjects(
-               f.mesh.server->monitor_url(), std::chrono::seconds(5))) {
+               mesh.server->monitor_url(), std::chrono::seconds(5))) {
         if (h.stream == "DECL") return true;
       }
       return false;
@@ -677,8 +689,8 @@ TEST_CASE("a stream whose old store is still on disk is created once the server 
       std::filesystem::remove_all(folder);
     });
   }
-  PassReport report = f.reconciler.RunPass(f.next_pass++, Trigger::kRepair, ApplyMode::kApply,
-                                           {StreamName("DECL")});
+  PassReport report =
+      reconciler.RunPass(2, Trigger::kRepair, ApplyMode::kApply, {StreamName("DECL")});
   if (remover.joinable()) remover.join();
   INFO(Describe(report));
   REQUIRE(report.status.ok());
