@@ -138,10 +138,9 @@ class RecreationWait {
   // Before recreating a stream that the previous observation saw (deleted since), waits until
   // the server has removed the old store (docs/faults.md, "Recreation"); also for such a stream
   // that the plan left unrecoverable because the server still names its store, when a deletion
-  // advisory named it since (being removed).
-  // Set when it waited:
-  // the caller observes the streams and plans again. `bus_client_id`: the connection's id on the
-  // server (for --store-dir's account), nullopt when not connected.
+  // advisory named it since (being removed). Set when it waited: the caller observes the
+  // streams and plans again. `bus_client_id`: the connection's id on the server (for
+  // --store-dir's account), nullopt when not connected.
   std::optional<RemovalWaited> WaitForRemovedStores(uint64_t pass_id,
                                                     const observers::ObservedState& observed,
                                                     const PlanResult& plan,
