@@ -654,18 +654,35 @@ TEST_CASE("named streams are repaired first, alone, with a few requests",
 TEST_CASE("a stream whose old store is still on disk is created once the server removed it",
           "[pass][integration][server]") {
   LiveMesh mesh{test::ExampleRecordsJson()};
-  // With an event sink, as the daemon runs it: the pass then takes the bus's advisories, and the
-  // stream's deletion advisory is what tells a store being removed from one left damaged.
+  // With an event sink, as the daemon runs it: the pass then takes the bus's advisories, and a
+  // deletion advisory naming the stream (its own, or one of its consumers') is what tells a
+  // store being removed from one left damaged.
+  //
+  // The server sends a stream's advisories from the stream's own loop and may drop them when the
+  // stream goes: stop() queues the consumers' and the stream's deletion advisories, then closes
+  // the loop's quit channel, and a loop that comes back to its select with both ready picks
+  // either (v2.9.10 stream.go internalLoop; the same at v2.10.27 and v2.14.5). A loop waiting
+  // in its select is handed the first advisory and sends it: seen here, once under load, as
+  // decl_node-a's deletion advisory with the other two and the stream's own dropped. So the
+  // test waits for DECL's creation advisories first (its loop then has nothing left to send
+  // and waits), and then for the first deletion advisory naming DECL, whichever it is.
+  std::atomic<int> creations_seen{0};
   std::atomic<bool> deletion_seen{false};
   Reconciler reconciler{mesh.PassSettings(),
                         [&](observers::BusEvent event, const std::string& subject) {
-                          if (event == observers::BusEvent::kAdvisory &&
-                              subject == "$JS.EVENT.ADVISORY.STREAM.DELETED.DECL") {
+                          if (event != observers::BusEvent::kAdvisory) return;
+                          if (subject == "$JS.EVENT.ADVISORY.STREAM.CREATED.DECL" ||
+                              subject.starts_with("$JS.EVENT.ADVISORY.CONSUMER.CREATED.DECL.")) {
+                            ++creations_seen;
+                          }
+                          if (subject == "$JS.EVENT.ADVISORY.STREAM.DELETED.DECL" ||
+                              subject.starts_with("$JS.EVENT.ADVISORY.CONSUMER.DELETED.DECL.")) {
                             deletion_seen = true;
                           }
                         }};
   PassReport converged = reconciler.RunPass(1, Trigger::kForced, ApplyMode::kApply);
-  REQUIRE(converged.converged());  // the observation that lists DECL
+  REQUIRE(converged.converged());                                // the observation that lists DECL
+  REQUIRE(WaitFor([&] { return creations_seen.load() == 4; }));  // the stream and 3 durables
   Operator op(mesh.PassSettings().bus);
   op.Call("STREAM.DELETE.DECL");
   REQUIRE(WaitFor([&] { return deletion_seen.load(); }));  // noted before it reaches the sink
