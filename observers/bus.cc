@@ -17,6 +17,7 @@
 #include "model/thread_safety.h"
 #include "observers/api_audit.h"
 #include "observers/c_handle.h"
+#include "observers/cnats_teardown.h"
 #include "observers/jetstream_api.h"
 #include "observers/nats_error.h"
 #include "observers/server_version.h"
@@ -27,8 +28,6 @@ namespace mesh::observers {
 namespace {
 
 using OptionsPtr = CHandle<natsOptions, natsOptions_Destroy>;
-using ConnectionPtr = CHandle<natsConnection, natsConnection_Destroy>;
-using SubscriptionPtr = CHandle<natsSubscription, natsSubscription_Destroy>;
 using MsgPtr = CHandle<natsMsg, natsMsg_Destroy>;
 using InboxPtr = CHandle<natsInbox, natsInbox_Destroy>;
 
@@ -235,11 +234,16 @@ Result<ConnectionPtr> ConnectWith(const PreparedOptions& prepared, const BusSett
   return connection;
 }
 
-// A lane (Spread::kLanes): a further connection to the server the main one is on. Members are
-// destroyed in reverse order: the connection before the TLS observations its handshakes use.
+// A lane (Spread::kLanes): a further connection to the server the main one is on. The
+// connection is closed before the TLS observations its handshakes use are destroyed.
 struct Lane {
   std::shared_ptr<const TlsObservations> tls;
   ConnectionPtr connection;
+  RetiredSubscriptions retired;  // its batches' reply subscriptions not yet freed
+  Lane() = default;
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  ~Lane() { CloseConnection(std::move(connection), {}, std::move(retired)); }
 };
 using Lanes = std::vector<std::unique_ptr<Lane>>;
 
@@ -316,6 +320,7 @@ struct BusConnection::Impl {
   ConnectionPtr connection;
   uintptr_t sink_id = 0;
   std::vector<SubscriptionPtr> advisory_subscriptions;
+  RetiredSubscriptions retired;  // the main connection's batch subscriptions not yet freed
   std::atomic<int64_t> requests_sent{0};
   std::shared_ptr<const TlsObservations> tls;  // null on a plaintext connection
   // False from a request that expired with no answer to anything since it was sent (a frozen
@@ -332,10 +337,10 @@ struct BusConnection::Impl {
   std::shared_ptr<LaneFailureLog> lane_failures = std::make_shared<LaneFailureLog>();
 
   ~Impl() {
-    // First make sure no callback reaches the sink any more, then tear down cnats' objects.
+    // First make sure no callback reaches the sink any more, then tear down cnats' objects: the
+    // connection closed before its subscriptions are freed (cnats_teardown.h).
     SinkRegistry::Get().Unregister(sink_id);
-    advisory_subscriptions.clear();
-    connection.reset();
+    CloseConnection(std::move(connection), std::move(advisory_subscriptions), std::move(retired));
   }
 
   std::string InboxPrefix() const {
@@ -345,15 +350,16 @@ struct BusConnection::Impl {
   // The lanes a kLanes batch may use now, besides the main connection. When none is open,
   // starts opening them in the background (to the server the main connection is on) and
   // returns none: they carry requests from a later batch on.
-  std::vector<natsConnection*> UsableLanes();
+  std::vector<Lane*> UsableLanes();
   void CloseIdleLanes();
   // Sends requests of `batch` on `connection`, each taken as the next not yet taken, until none
   // is left, keeping settings.max_in_flight outstanding. Returns why it stopped taking them:
   // ok when none was left; else the status the requests nobody took should carry.
-  Status RunLane(natsConnection* connection, SharedBatch& batch);
+  // Its reply subscription is given up through `retired`, the connection's.
+  Status RunLane(natsConnection* connection, RetiredSubscriptions& retired, SharedBatch& batch);
 };
 
-std::vector<natsConnection*> BusConnection::Impl::UsableLanes() {
+std::vector<Lane*> BusConnection::Impl::UsableLanes() {
   const auto now = std::chrono::steady_clock::now();
   if (lanes_opening.valid() &&
       lanes_opening.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
@@ -375,8 +381,8 @@ std::vector<natsConnection*> BusConnection::Impl::UsableLanes() {
     return {};
   }
   lanes_used = now;
-  std::vector<natsConnection*> out;
-  for (const auto& lane : lanes) out.push_back(lane->connection.get());
+  std::vector<Lane*> out;
+  for (const auto& lane : lanes) out.push_back(lane.get());
   return out;
 }
 
@@ -489,7 +495,8 @@ std::optional<ServerVersion> BusConnection::server_version() {
   return impl.version;
 }
 
-Status BusConnection::Impl::RunLane(natsConnection* nc, SharedBatch& batch) {
+Status BusConnection::Impl::RunLane(natsConnection* nc, RetiredSubscriptions& retired,
+                                    SharedBatch& batch) {
   using Clock = std::chrono::steady_clock;
   const std::vector<ApiRequest>& requests = batch.requests;
   std::vector<ApiReply>& replies = batch.replies;
@@ -508,6 +515,26 @@ Status BusConnection::Impl::RunLane(natsConnection* nc, SharedBatch& batch) {
   natsSubscription* raw_sub = nullptr;
   s = natsConnection_SubscribeSync(&raw_sub, nc, wildcard.c_str());
   SubscriptionPtr sub(raw_sub);
+  // Set when a request expired with no answer at all since it was sent: the bus stopped
+  // answering (a frozen server), so nothing more is sent into it.
+  bool stalled = false;
+  // However the batch ends, answers may still come on the subscription (duplicates, late ones):
+  // it is given up without freeing it under cnats' read loop. A flush proves the read loop past
+  // it, except on a lost or stalled connection, where it waits for a later one.
+  struct GiveUp {
+    natsConnection* nc;
+    RetiredSubscriptions& retired;
+    SubscriptionPtr& sub;
+    const bool& stalled;
+    std::chrono::milliseconds timeout;
+    ~GiveUp() {
+      const bool answering = IsConnected(nc) && !stalled;
+      retired.Retire(
+          nc, std::move(sub),
+          answering ? RetiredSubscriptions::Flush::kTry : RetiredSubscriptions::Flush::kSkip,
+          timeout);
+    }
+  } give_up{nc, retired, sub, stalled, settings.request_timeout};
   if (s != NATS_OK) return NatsError(s, "subscribe replies on " + address);
 
   const int max_in_flight = std::max(1, settings.max_in_flight);
@@ -515,9 +542,6 @@ Status BusConnection::Impl::RunLane(natsConnection* nc, SharedBatch& batch) {
   std::map<size_t, Clock::time_point> outstanding;  // index -> deadline
   bool taking = true;
   Status stopped = Status::Ok();
-  // Set when a request expired with no answer at all since it was sent: the bus stopped
-  // answering (a frozen server), so nothing more is sent into it.
-  bool stalled = false;
   Clock::time_point last_answer = Clock::time_point::min();
   while (taking || !outstanding.empty()) {
     if (!IsConnected(nc)) {
@@ -603,18 +627,19 @@ std::vector<ApiReply> BusConnection::RequestMany(const std::vector<ApiRequest>& 
   std::vector<ApiReply> replies(requests.size());
   if (requests.empty()) return replies;
   SharedBatch batch{requests, replies};
-  std::vector<natsConnection*> lanes;
+  std::vector<Lane*> lanes;
   if (spread == Spread::kLanes && impl.settings.lanes > 1 && connected() &&
       requests.size() > static_cast<size_t>(std::max(1, impl.settings.max_in_flight)) &&
       HandlesApiRequestsInPlace(server_version())) {
     lanes = impl.UsableLanes();
   }
   std::vector<std::future<Status>> others;
-  for (natsConnection* lane : lanes) {
-    others.push_back(std::async(std::launch::async,
-                                [&impl, &batch, lane] { return impl.RunLane(lane, batch); }));
+  for (Lane* lane : lanes) {
+    others.push_back(std::async(std::launch::async, [&impl, &batch, lane] {
+      return impl.RunLane(lane->connection.get(), lane->retired, batch);
+    }));
   }
-  const Status stopped = impl.RunLane(impl.connection.get(), batch);
+  const Status stopped = impl.RunLane(impl.connection.get(), impl.retired, batch);
   for (auto& other : others) other.get();  // a lane that stopped left its share to the others
   // What nobody took (every connection stopped) carries why the main connection stopped.
   for (size_t i = std::min(batch.next.load(), requests.size()); i < requests.size(); ++i) {
@@ -661,14 +686,15 @@ Status BusConnection::SubscribeAdvisories(DeletionAnswers answers) {
     natsSubscription* raw_sub = nullptr;
     natsStatus s =
         natsConnection_Subscribe(&raw_sub, impl.connection.get(), w.subject, w.handler, closure);
-    SubscriptionPtr sub(raw_sub);
+    // Kept from here on even when the next step fails: messages may already come on it, so it
+    // is freed only after the connection is closed (cnats_teardown.h).
+    if (raw_sub != nullptr) impl.advisory_subscriptions.emplace_back(raw_sub);
     if (s == NATS_OK && w.handler == OnApiAudit) {
-      s = natsSubscription_SetPendingLimits(sub.get(), kAuditPendingMessages, kAuditPendingBytes);
+      s = natsSubscription_SetPendingLimits(raw_sub, kAuditPendingMessages, kAuditPendingBytes);
     }
     if (s != NATS_OK) {
       return NatsError(s, std::string("subscribe ") + w.subject + " on " + impl.address);
     }
-    impl.advisory_subscriptions.push_back(std::move(sub));
   }
   // Make sure the server has the interest before anyone relies on it.
   natsStatus s =

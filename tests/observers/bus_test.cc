@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "observers/c_handle.h"
 #include "observers/http_client.h"
@@ -199,6 +200,97 @@ TEST_CASE("RequestMany fails only the requests that get no answer",
   CHECK(replies[3].payload == "3");
   CHECK(replies[4].status.code() == Errc::kTimeout);  // no responder at all
   CHECK(replies[5].payload == "5");
+}
+
+// cnats 3.4 (Debian 12's libnats) looks a message's subscription up in its read loop, lets go of
+// the lock and then uses it without holding a reference (v3.4.1 conn.c natsConn_processMsg;
+// fixed in v3.6.1, nats.c#637): a subscription destroyed meanwhile was freed under the read
+// loop. Seen once in 1,600 runs of a pass test as "free(): invalid next size (fast)" when the
+// Reconciler's connection was destroyed while API audits were still coming; AddressSanitizer
+// calls it a heap-use-after-free. Here messages stream in on a subscription at the moment each
+// is given up: duplicate answers to a batch's requests (a late answer to a request that timed
+// out is one), and advisories to a connection being closed.
+class Repeater {
+ public:
+  static constexpr int kCopies = 64;
+  explicit Repeater(const NatsServer& server) {
+    natsConnection* raw = nullptr;
+    REQUIRE(natsConnection_ConnectTo(
+                &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server.port())).c_str()) ==
+            NATS_OK);
+    connection_.reset(raw);
+    natsSubscription* sub = nullptr;
+    REQUIRE(natsConnection_Subscribe(&sub, raw, "again.*", OnRequest, nullptr) == NATS_OK);
+    sub_.reset(sub);
+    REQUIRE(natsConnection_Flush(raw) == NATS_OK);
+  }
+
+ private:
+  static void OnRequest(natsConnection* nc, natsSubscription*, natsMsg* msg, void*) {
+    for (int i = 0; i < kCopies; ++i) {
+      natsConnection_PublishString(nc, natsMsg_GetReply(msg), "again");
+    }
+    natsMsg_Destroy(msg);
+  }
+  ConnectionPtr connection_;
+  SubscriptionPtr sub_;
+};
+
+TEST_CASE("A subscription is freed only once no message for it can still be read",
+          "[observers][integration][server]") {
+  auto server = StartServer();
+  constexpr int kRounds = 300;
+
+  SECTION("a batch's answers, each repeated: the batch's subscription is let go meanwhile") {
+    Repeater repeater(*server);
+    auto bus = BusConnection::Connect(BusSettingsFor(*server, "admin", "admin"));
+    REQUIRE(bus.ok());
+    for (int round = 0; round < kRounds; ++round) {
+      std::vector<ApiReply> replies =
+          (*bus)->RequestMany({{"again.1", ""}, {"again.2", ""}, {"again.3", ""}});
+      for (const ApiReply& reply : replies) {
+        REQUIRE(reply.status.ok());
+        REQUIRE(reply.payload == "again");
+      }
+    }
+  }
+
+  SECTION("advisories streaming in: the connection is closed meanwhile") {
+    ConnectionPtr publisher;
+    natsConnection* raw = nullptr;
+    REQUIRE(natsConnection_ConnectTo(
+                &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server->port())).c_str()) ==
+            NATS_OK);
+    publisher.reset(raw);
+    std::atomic<bool> stop{false};
+    std::thread flood([&] {
+      while (!stop) {
+        for (int i = 0; i < 100; ++i) {
+          natsConnection_PublishString(publisher.get(), "$JS.EVENT.ADVISORY.STREAM.CREATED.FLOOD",
+                                       "{}");
+        }
+        natsConnection_FlushTimeout(publisher.get(), 1000);
+      }
+    });
+    struct Join {
+      std::atomic<bool>& stop;
+      std::thread& thread;
+      ~Join() {
+        stop = true;
+        thread.join();
+      }
+    } join{stop, flood};
+    for (int round = 0; round < kRounds; ++round) {
+      std::atomic<int> seen{0};
+      auto bus =
+          BusConnection::Connect(BusSettingsFor(*server), [&](BusEvent event, const std::string&) {
+            if (event == BusEvent::kAdvisory) ++seen;
+          });
+      REQUIRE(bus.ok());
+      REQUIRE((*bus)->SubscribeAdvisories(DeletionAnswers::kForwarded).ok());
+      REQUIRE(WaitFor([&] { return seen.load() > 0; }));
+    }
+  }
 }
 
 TEST_CASE("A wrong password is refused with the address and without the password",
