@@ -55,7 +55,7 @@ void WriteUsersFile(Writer& w, const RenderedUsersFile& users) {
   w.StartObject();
   Key(w, "users");
   w.StartArray();
-  for (const auto& [user, block] : users.blocks) String(w, user.str());
+  for (const auto& [user, span] : users.entries) String(w, user.str());
   w.EndArray();
   Field(w, "without_credential", users.without_credential);
   Field(w, "bytes", static_cast<int64_t>(users.bytes.size()));

@@ -1,7 +1,7 @@
 // Rendering the users file (contract section 5) and cutting it back into per-user blocks.
 // Pure: no I/O, no clock. The bcrypt hasher lives in model/bcrypt.cc.
 //
-// Layout (SplitUserBlocks relies on it; RenderedUsersFile.blocks holds exactly these bytes):
+// Layout (SplitUserBlocks relies on it; RenderedUsersFile.entries are exactly these bytes):
 //
 //   # header comment lines
 //   accounts {
@@ -38,7 +38,9 @@
 #include "model/users_file.h"
 
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 
 namespace mesh::model {
@@ -270,7 +272,16 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
 
   RenderedUsersFile out;
   out.without_credential = desired.without_credential;
-  std::string users;
+  const int base = scope == UsersScope::kServer ? 1 : 0;  // the account entry's level
+  out.bytes += kHeader;
+  if (scope == UsersScope::kServer) {
+    out.bytes += "accounts {\n";
+  } else {
+    out.bytes += kAccountHeader;
+  }
+  out.bytes += Indent(base) + ConfString(desired.account) + ": {\n";
+  out.bytes += Indent(base + 1) + "jetstream: enabled\n";
+  out.bytes += Indent(base + 1) + "users: [\n";
   for (const Principal& p : desired.principals) {  // sorted by user name
     if (p.credential.kind == Credential::Kind::kNone) continue;
     auto hash = hashes.find(p.user);
@@ -286,25 +297,32 @@ Result<RenderedUsersFile> RenderUsersFile(const DesiredState& desired,
     auto digest = digests.find(p.user);
     std::string block =
         RenderUser(p, hash->second, digest == digests.end() ? nullptr : &digest->second, scope);
-    users += block;
-    out.blocks.emplace(p.user, std::move(block));
+    out.entries.emplace(p.user, EntrySpan{out.bytes.size(), block.size()});
+    out.bytes += block;
   }
-
-  const int base = scope == UsersScope::kServer ? 1 : 0;  // the account entry's level
-  out.bytes.reserve(kHeader.size() + kAccountHeader.size() + users.size() + 128);
-  out.bytes += kHeader;
-  if (scope == UsersScope::kServer) {
-    out.bytes += "accounts {\n";
-  } else {
-    out.bytes += kAccountHeader;
-  }
-  out.bytes += Indent(base) + ConfString(desired.account) + ": {\n";
-  out.bytes += Indent(base + 1) + "jetstream: enabled\n";
-  out.bytes += Indent(base + 1) + "users: [\n";
-  out.bytes += users;
   out.bytes += Indent(base + 1) + "]\n";
   out.bytes += Indent(base) + "}\n";
   if (scope == UsersScope::kServer) out.bytes += "}\n";
+  return out;
+}
+
+std::optional<std::string_view> RenderedUsersFile::Block(const UserName& user) const {
+  auto it = entries.find(user);
+  if (it == entries.end()) return std::nullopt;
+  return std::string_view(bytes).substr(it->second.offset, it->second.size);
+}
+
+std::string RenderedUsersFile::BlockAt(const UserName& user) const {
+  std::optional<std::string_view> block = Block(user);
+  if (!block) throw std::out_of_range("no users file entry for " + user.str());
+  return std::string(*block);
+}
+
+std::map<UserName, std::string> RenderedUsersFile::Blocks() const {
+  std::map<UserName, std::string> out;
+  for (const auto& [user, span] : entries) {
+    out.emplace_hint(out.end(), user, bytes.substr(span.offset, span.size));
+  }
   return out;
 }
 

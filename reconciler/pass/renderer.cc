@@ -172,7 +172,7 @@ bool Renderer::RenderInline(PassReport& report) {
   }
   report.passwords_hashed += static_cast<int64_t>(hasher_->bcrypt_calls() - calls_before);
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", file->blocks.size()}, {"passwords_hashed", report.passwords_hashed}});
+      {{"entries", file->entries.size()}, {"passwords_hashed", report.passwords_hashed}});
   rendered_ = std::move(*file);
   state_ = RenderingState::kReady;
   return true;
@@ -256,7 +256,7 @@ bool Renderer::CollectHashJob(PassReport& report) {
   rendered_ = std::move(*result);
   state_ = RenderingState::kReady;
   Log(LogLevel::kInfo, report.pass_id, "users file rendered",
-      {{"entries", rendered_.blocks.size()}, {"hashing", "background"}});
+      {{"entries", rendered_.entries.size()}, {"hashing", "background"}});
   return true;
 }
 

@@ -152,18 +152,18 @@ std::vector<FieldDiff> DiffUsersFile(const model::RenderedUsersFile& rendered,
     return {{"file", "as rendered", "unparseable (no user entry recognised)"}};
   }
   std::set<UserName> users;
-  for (const auto& [user, block] : rendered.blocks) users.insert(user);
+  for (const auto& [user, span] : rendered.entries) users.insert(user);
   for (const auto& [user, block] : found) users.insert(user);
   std::vector<FieldDiff> out;
   for (const UserName& user : users) {
-    auto w = rendered.blocks.find(user);
+    const std::optional<std::string_view> w = rendered.Block(user);
     auto f = found.find(user);
     const std::string field = "principal " + user.str();
-    if (w == rendered.blocks.end()) {
+    if (!w) {
       out.push_back({field, "absent", "present"});
     } else if (f == found.end()) {
       out.push_back({field, "present", "absent"});
-    } else if (w->second != f->second) {
+    } else if (*w != f->second) {
       out.push_back({field, "present", "differs"});
     }
   }

@@ -71,7 +71,7 @@ TEST_CASE("digests: a second process reuses every unchanged hash, bcrypt is not 
   CHECK(first.bcrypt_calls() == PlainCount(desired));
   for (const Principal& p : desired.principals) {
     if (p.credential.kind != Credential::Kind::kPlain) continue;
-    const std::string& block = written.blocks.at(p.user);
+    const std::string& block = written.BlockAt(p.user);
     CHECK(DigestOf(block).size() == 64);
     CHECK(BcryptHasher::Verify(p.credential.secret, HashOf(block)));
   }
@@ -90,7 +90,7 @@ TEST_CASE("digests: a second process reuses every unchanged hash, bcrypt is not 
   CHECK(adopted.bcrypt_calls() == 0);
   CHECK(cached->bytes == written.bytes);
   // And the reuse works from a file in another layout (e.g. one account's entries only).
-  std::string one_entry = "users: [\n" + written.blocks.at(UserName("billing")) + "]\n";
+  std::string one_entry = "users: [\n" + written.BlockAt(UserName("billing")) + "]\n";
   BcryptHasher third(kReconcilerPassword, kCheapCost);
   CHECK(ReusableHashes(desired, one_entry, third.digest_key(), kCheapCost)
             .count(UserName("billing")) == 1);
@@ -106,14 +106,14 @@ TEST_CASE("digests: a changed password gets a new hash and a new digest, nothing
   BcryptHasher second(kReconcilerPassword, kCheapCost);
   const RenderedUsersFile after = Reuse(desired, before.bytes, second);
   CHECK(second.bcrypt_calls() == 1);
-  for (const auto& [user, block] : after.blocks) {
+  for (const auto& [user, block] : after.Blocks()) {
     if (user.str() == "billing") {
-      CHECK(HashOf(block) != HashOf(before.blocks.at(user)));
-      CHECK(DigestOf(block) != DigestOf(before.blocks.at(user)));
+      CHECK(HashOf(block) != HashOf(before.BlockAt(user)));
+      CHECK(DigestOf(block) != DigestOf(before.BlockAt(user)));
       CHECK(BcryptHasher::Verify("a-new-billing-password", HashOf(block)));
       CHECK_FALSE(BcryptHasher::Verify("demo-only-billing-password", HashOf(block)));
     } else {
-      CHECK(block == before.blocks.at(user));
+      CHECK(block == before.BlockAt(user));
     }
   }
 }
@@ -123,8 +123,8 @@ TEST_CASE("digests: a hand-edited hash or digest is not reused, and the renderin
   const DesiredState desired = test::DeriveExample();
   BcryptHasher first(kReconcilerPassword, kCheapCost);
   const RenderedUsersFile good = Reuse(desired, "", first);
-  const std::string shop_hash = HashOf(good.blocks.at(UserName("shop")));
-  const std::string billing_hash = HashOf(good.blocks.at(UserName("billing")));
+  const std::string shop_hash = HashOf(good.BlockAt(UserName("shop")));
+  const std::string billing_hash = HashOf(good.BlockAt(UserName("billing")));
 
   SECTION("another user's valid hash pasted in, digest kept") {
     std::string edited = good.bytes;
@@ -139,7 +139,7 @@ TEST_CASE("digests: a hand-edited hash or digest is not reused, and the renderin
   }
   SECTION("a digest digit changed") {
     std::string edited = good.bytes;
-    const std::string digest = DigestOf(good.blocks.at(UserName("shop")));
+    const std::string digest = DigestOf(good.BlockAt(UserName("shop")));
     const size_t at = edited.find(digest);
     edited[at] = edited[at] == '0' ? '1' : '0';
     BcryptHasher second(kReconcilerPassword, kCheapCost);
@@ -149,7 +149,7 @@ TEST_CASE("digests: a hand-edited hash or digest is not reused, and the renderin
   }
   SECTION("a digest removed") {
     const std::string digest_line = "        " + std::string(kDigestCommentPrefix) +
-                                    DigestOf(good.blocks.at(UserName("shop"))) + "\n";
+                                    DigestOf(good.BlockAt(UserName("shop"))) + "\n";
     std::string edited = good.bytes;
     REQUIRE(edited.find(digest_line) != std::string::npos);
     edited.erase(edited.find(digest_line), digest_line.size());
@@ -178,7 +178,7 @@ TEST_CASE("digests: another reconciler secret or another cost reuses nothing", "
   for (const Principal& p : desired.principals) {
     if (p.credential.kind != Credential::Kind::kPlain) continue;
     // A new salt (keyed), so a new hash and a new digest.
-    CHECK(rekeyed.blocks.at(p.user) != written.blocks.at(p.user));
+    CHECK(rekeyed.BlockAt(p.user) != written.BlockAt(p.user));
   }
 
   BcryptHasher other_cost(kReconcilerPassword, kCheapCost + 1);
@@ -242,7 +242,7 @@ TEST_CASE("digests: the file holds no plain password and no unkeyed digest of on
     CHECK(r.bytes.find(Sha256Hex(p.user.str() + p.credential.secret)) == std::string::npos);
   }
   // The digest is keyed: the same inputs under another key give another digest.
-  const std::string& block = r.blocks.begin()->second;
+  const std::string block = r.Blocks().begin()->second;
   const Principal& first = desired.principals.front();
   Result<std::string> other = CredentialDigest(DigestKey(std::string(32, 'x')), first.user,
                                                HashOf(block), first.credential.secret);

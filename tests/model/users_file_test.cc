@@ -94,7 +94,7 @@ TEST_CASE("the example renders one quoted entry per principal with a credential"
 
   // node-c has no credential: left out, and named.
   std::vector<std::string> users;
-  for (const auto& [user, block] : r.blocks) users.push_back(user.str());
+  for (const auto& [user, block] : r.Blocks()) users.push_back(user.str());
   CHECK(users == std::vector<std::string>{"billing", "mesh-controller", "mesh-reconciler", "node-a",
                                           "node-b", "shop"});
   REQUIRE(r.without_credential.size() == 1);
@@ -103,7 +103,7 @@ TEST_CASE("the example renders one quoted entry per principal with a credential"
 
   // Entries appear in the file in user-name order, each exactly as in `blocks`.
   size_t last = 0;
-  for (const auto& [user, block] : r.blocks) {
+  for (const auto& [user, block] : r.Blocks()) {
     const size_t at = r.bytes.find(block);
     REQUIRE(at != std::string::npos);
     CHECK(at >= last);
@@ -123,7 +123,7 @@ TEST_CASE("the example renders one quoted entry per principal with a credential"
 
 TEST_CASE("the rendering carries each principal's permissions", "[render]") {
   const RenderedUsersFile r = RenderExample();
-  const std::string& reconciler = r.blocks.at(UserName("mesh-reconciler"));
+  const std::string& reconciler = r.BlockAt(UserName("mesh-reconciler"));
   CHECK(reconciler ==
         "      {\n"
         "        user: \"mesh-reconciler\"\n"
@@ -144,7 +144,7 @@ TEST_CASE("the rendering carries each principal's permissions", "[render]") {
             "          }\n"
             "        }\n"
             "      }\n");
-  const std::string& shop = r.blocks.at(UserName("shop"));
+  const std::string& shop = r.BlockAt(UserName("shop"));
   CHECK(shop.find("\"mesh.q.intake\"") != std::string::npos);
   CHECK(shop.find("\"$JS.ACK.SEAT_intake.worker.>\"") != std::string::npos);
   CHECK(shop.find("\"mesh.work.mesh-notify.notify\"") != std::string::npos);
@@ -154,7 +154,7 @@ TEST_CASE("an empty allow list is written as deny everything", "[render]") {
   Principal p = PlainPrincipal("quiet", PrincipalKind::kNode, "secret");
   p.subscribe_allow = {"_INBOX.quiet.>"};
   const RenderedUsersFile r = RenderAlone(p);
-  const std::string& block = r.blocks.at(UserName("quiet"));
+  const std::string& block = r.BlockAt(UserName("quiet"));
   CHECK(block.find("publish: {\n            deny: [\n              \">\"\n            ]\n") !=
         std::string::npos);
   CHECK(block.find("subscribe: {\n            allow: [\n              \"_INBOX.quiet.>\"\n") !=
@@ -169,14 +169,14 @@ TEST_CASE("rendering is byte-stable", "[render]") {
   const RenderedUsersFile a = Render(d, first);
   CHECK(Render(d, first).bytes == a.bytes);   // again, from the cache
   CHECK(Render(d, second).bytes == a.bytes);  // another instance, same key
-  CHECK(Render(d, second).blocks == a.blocks);
+  CHECK(Render(d, second).Blocks() == a.Blocks());
 
   BcryptHasher other_key("other-key", kCheapCost);
   const RenderedUsersFile b = Render(d, other_key);
   CHECK(b.bytes != a.bytes);
   // password_bcrypt is passed through whatever the key: node-b's entry is the same.
-  CHECK(b.blocks.at(UserName("node-b")) == a.blocks.at(UserName("node-b")));
-  CHECK(b.blocks.at(UserName("node-a")) != a.blocks.at(UserName("node-a")));
+  CHECK(b.BlockAt(UserName("node-b")) == a.BlockAt(UserName("node-b")));
+  CHECK(b.BlockAt(UserName("node-a")) != a.BlockAt(UserName("node-a")));
 }
 
 TEST_CASE("no plain-text password is ever written", "[render]") {
@@ -186,7 +186,7 @@ TEST_CASE("no plain-text password is ever written", "[render]") {
     CHECK(r.bytes.find(password) == std::string::npos);
   }
   // node-b's password_bcrypt from the records is passed through unchanged.
-  CHECK(r.blocks.at(UserName("node-b"))
+  CHECK(r.BlockAt(UserName("node-b"))
             .find("\"$2b$10$.GLC1pJmU2OqkLXbYOlnSuWDpWEj3BK0Ujo6O8FZ0CqlqE1E.VtA.\"") !=
         std::string::npos);
 
@@ -242,7 +242,7 @@ TEST_CASE("refuses to render a principal without its hash, or with a non-bcrypt 
 
 TEST_CASE("SplitUserBlocks cuts a rendering back into its blocks", "[render]") {
   const RenderedUsersFile example = RenderExample();
-  CHECK(SplitUserBlocks(example.bytes) == example.blocks);
+  CHECK(SplitUserBlocks(example.bytes) == example.Blocks());
 
   using mesh::testing::CredentialMix;
   using mesh::testing::MeshSize;
@@ -251,7 +251,7 @@ TEST_CASE("SplitUserBlocks cuts a rendering back into its blocks", "[render]") {
         MeshSize::Medium().WithSeed(seed).WithCredentials(CredentialMix::kMixed));
     BcryptHasher hasher("key", kCheapCost);
     const RenderedUsersFile r = Render(Derive(generated, test::Reconciler()), hasher);
-    CHECK(SplitUserBlocks(r.bytes) == r.blocks);
+    CHECK(SplitUserBlocks(r.bytes) == r.Blocks());
   }
 }
 
@@ -301,15 +301,15 @@ TEST_CASE("users scope account: the account entry alone, same users, byte-stable
                             "\": {\n  jetstream: enabled\n  users: [\n") != std::string::npos);
   CHECK(account->bytes.substr(account->bytes.size() - 4) == "]\n}\n");
   // The same principals, each block one level less indented; the splitter reads both.
-  REQUIRE(account->blocks.size() == server->blocks.size());
-  for (const auto& [user, block] : server->blocks) {
-    const std::string& entry = account->blocks.at(user);
+  REQUIRE(account->entries.size() == server->entries.size());
+  for (const auto& [user, block] : server->Blocks()) {
+    const std::string entry = account->BlockAt(user);
     std::string unindented;
     std::istringstream lines(block);
     for (std::string line; std::getline(lines, line);) unindented += line.substr(2) + "\n";
     CHECK(entry == unindented);
   }
-  CHECK(SplitUserBlocks(account->bytes) == account->blocks);
+  CHECK(SplitUserBlocks(account->bytes) == account->Blocks());
   Result<RenderedUsersFile> again = RenderUsersFile(desired, *hashes, UsersScope::kAccount);
   REQUIRE(again.ok());
   CHECK(again->bytes == account->bytes);
@@ -327,7 +327,7 @@ TEST_CASE("strings are escaped for the nats-server configuration syntax", "[rend
   CHECK(r.bytes.find("\"tab\\there\"\n") != std::string::npos);
   const auto blocks = SplitUserBlocks(r.bytes);
   CHECK(blocks.count(p.user) == 1);
-  CHECK(blocks == r.blocks);
+  CHECK(blocks == r.Blocks());
 }
 
 // --- BcryptHasher ---

@@ -322,9 +322,9 @@ TEST_CASE("users file: unreadable, garbage, and per-principal differences", "[pl
     // node-a's hash edited, billing's entry removed, a stranger added.
     const std::string node_a_hash = "$2b$04$stand.in.hash.for.node-a";
     bytes.replace(bytes.find(node_a_hash), node_a_hash.size(), "$2b$04$edited.by.hand");
-    const std::string& billing = f.rendered.blocks.at(UserName("billing"));
+    const std::string& billing = f.rendered.BlockAt(UserName("billing"));
     bytes.erase(bytes.find(billing), billing.size());
-    const std::string& shop = f.rendered.blocks.at(UserName("shop"));
+    const std::string& shop = f.rendered.BlockAt(UserName("shop"));
     std::string stranger = shop;
     stranger.replace(stranger.find("\"shop\""), 6, "\"stranger\"");
     bytes.insert(bytes.find(shop), stranger);
