@@ -28,6 +28,25 @@ using testing::WaitFor;
 using ConnectionPtr = CHandle<natsConnection, natsConnection_Destroy>;
 using SubscriptionPtr = CHandle<natsSubscription, natsSubscription_Destroy>;
 
+// A plain cnats connection of the unrestricted "admin" user.
+ConnectionPtr ConnectAdmin(const NatsServer& server) {
+  natsConnection* raw = nullptr;
+  REQUIRE(natsConnection_ConnectTo(
+              &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server.port())).c_str()) ==
+          NATS_OK);
+  return ConnectionPtr(raw);
+}
+
+// A subscription of `connection` to `subject`: delivered to `handler`, or kept for NextMsg when
+// it is null.
+SubscriptionPtr Subscribe(const ConnectionPtr& connection, const char* subject,
+                          natsMsgHandler handler = nullptr, void* closure = nullptr) {
+  natsSubscription* sub = nullptr;
+  REQUIRE((handler ? natsConnection_Subscribe(&sub, connection.get(), subject, handler, closure)
+                   : natsConnection_SubscribeSync(&sub, connection.get(), subject)) == NATS_OK);
+  return SubscriptionPtr(sub);
+}
+
 // An unrestricted client ("admin") that answers "echo.<n>" with "<n>", holding requests back and
 // answering each batch of kBatch in reverse order so that replies arrive out of order. It also
 // subscribes "silent.>" and never answers.
@@ -35,18 +54,11 @@ class Responder {
  public:
   static constexpr int kBatch = 4;
 
-  explicit Responder(const NatsServer& server) {
-    natsConnection* raw = nullptr;
-    REQUIRE(natsConnection_ConnectTo(
-                &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server.port())).c_str()) ==
-            NATS_OK);
-    connection_.reset(raw);
-    natsSubscription* sub = nullptr;
-    REQUIRE(natsConnection_Subscribe(&sub, raw, "echo.*", OnEcho, this) == NATS_OK);
-    echo_.reset(sub);
-    REQUIRE(natsConnection_SubscribeSync(&sub, raw, "silent.>") == NATS_OK);
-    silent_.reset(sub);
-    REQUIRE(natsConnection_Flush(raw) == NATS_OK);
+  explicit Responder(const NatsServer& server)
+      : connection_(ConnectAdmin(server)),
+        echo_(Subscribe(connection_, "echo.*", OnEcho, this)),
+        silent_(Subscribe(connection_, "silent.>")) {
+    REQUIRE(natsConnection_Flush(connection_.get()) == NATS_OK);
   }
   ~Responder() {
     echo_.reset();
@@ -213,16 +225,9 @@ TEST_CASE("RequestMany fails only the requests that get no answer",
 class Repeater {
  public:
   static constexpr int kCopies = 64;
-  explicit Repeater(const NatsServer& server) {
-    natsConnection* raw = nullptr;
-    REQUIRE(natsConnection_ConnectTo(
-                &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server.port())).c_str()) ==
-            NATS_OK);
-    connection_.reset(raw);
-    natsSubscription* sub = nullptr;
-    REQUIRE(natsConnection_Subscribe(&sub, raw, "again.*", OnRequest, nullptr) == NATS_OK);
-    sub_.reset(sub);
-    REQUIRE(natsConnection_Flush(raw) == NATS_OK);
+  explicit Repeater(const NatsServer& server)
+      : connection_(ConnectAdmin(server)), sub_(Subscribe(connection_, "again.*", OnRequest)) {
+    REQUIRE(natsConnection_Flush(connection_.get()) == NATS_OK);
   }
 
  private:
@@ -256,12 +261,7 @@ TEST_CASE("A subscription is freed only once no message for it can still be read
   }
 
   SECTION("advisories streaming in: the connection is closed meanwhile") {
-    ConnectionPtr publisher;
-    natsConnection* raw = nullptr;
-    REQUIRE(natsConnection_ConnectTo(
-                &raw, ("nats://admin:admin@127.0.0.1:" + std::to_string(server->port())).c_str()) ==
-            NATS_OK);
-    publisher.reset(raw);
+    ConnectionPtr publisher = ConnectAdmin(*server);
     std::atomic<bool> stop{false};
     std::thread flood([&] {
       while (!stop) {
