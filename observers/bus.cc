@@ -240,9 +240,6 @@ struct Lane {
   std::shared_ptr<const TlsObservations> tls;
   ConnectionPtr connection;
   RetiredSubscriptions retired;  // its batches' reply subscriptions not yet freed
-  Lane() = default;
-  Lane(const Lane&) = delete;
-  Lane& operator=(const Lane&) = delete;
   ~Lane() { CloseConnection(std::move(connection), {}, std::move(retired)); }
 };
 using Lanes = std::vector<std::unique_ptr<Lane>>;
